@@ -1,0 +1,3 @@
+from team.cli.app import main
+
+main()

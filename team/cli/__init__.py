@@ -1,0 +1,1 @@
+"""The thin CLI over the library."""

@@ -1,0 +1,1 @@
+"""Context compaction: micro view, auto and manual summaries, transcripts."""

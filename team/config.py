@@ -1,0 +1,184 @@
+"""team.toml -> pydantic models, with one clear line for every mistake."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from team.errors import UserError
+
+AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+CONFIG_FILE = "team.toml"
+
+
+class ConfigError(UserError):
+    """A team.toml problem, already phrased as the one line the user sees."""
+
+
+class CompactionConfig(BaseModel):
+    """How one agent's context is kept in bounds (DESIGN §6)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: int = Field(50_000, gt=0)
+    """Estimated context tokens above which auto-compaction runs before the next call."""
+    keep_recent: int = Field(3, ge=0)
+    """Newest tool results that micro-compaction leaves alone."""
+    preserve_tools: list[str] = Field(default_factory=lambda: ["read_file"])
+    """Tools whose results are never replaced by placeholders."""
+    min_chars: int = Field(100, ge=0)
+    """Results this short or shorter are left alone."""
+    clear_at_least: int = Field(0, ge=0)
+    """Cache-aware micro: placeholders only advance when this many tokens clear at once."""
+    micro: bool = True
+    """Turn the micro layer off (for experiments)."""
+    auto: bool = True
+    """Turn the auto layer off (for experiments)."""
+
+
+class AgentConfig(BaseModel):
+    """One named agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Becomes a folder name, so it must match ^[a-z][a-z0-9_-]{0,31}$."""
+    role: str
+    prompt: str = ""
+    compaction: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of any [compaction] key for this agent alone."""
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_folder(cls, v: str) -> str:
+        if not AGENT_NAME.match(v):
+            raise ValueError(f"invalid agent name {v!r}: must match {AGENT_NAME.pattern}")
+        if v == "user":
+            raise ValueError("'user' is reserved for the person at the CLI")
+        return v
+
+    @field_validator("role")
+    @classmethod
+    def _role_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("role must not be empty")
+        return v
+
+
+class TeamSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "team"
+    model: str = "sim"
+    """An Anthropic model id, or "sim" for the offline simulator."""
+    max_tokens: int = Field(8000, gt=0)
+
+
+class TeamConfig(BaseModel):
+    """The whole team.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    team: TeamSection = Field(default_factory=TeamSection)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    agents: list[AgentConfig] = Field(min_length=1)
+
+    def agent(self, name: str) -> AgentConfig:
+        for a in self.agents:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def names(self) -> list[str]:
+        return [a.name for a in self.agents]
+
+    def compaction_for(self, name: str) -> CompactionConfig:
+        """The team's [compaction] with this agent's overrides applied."""
+        overrides = self.agent(name).compaction
+        if not overrides:
+            return self.compaction
+        return CompactionConfig.model_validate({**self.compaction.model_dump(), **overrides})
+
+
+def _loc(parts: tuple[Any, ...]) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out or "(top level)"
+
+
+def _describe(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required key is missing"
+    msg = err["msg"]
+    return msg.removeprefix("Value error, ")
+
+
+def parse_config(data: dict[str, Any], source: str = CONFIG_FILE) -> TeamConfig:
+    try:
+        cfg = TeamConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ConfigError(f"{source}: {_loc(err['loc'])}: {_describe(err)}") from None
+    seen: set[str] = set()
+    for i, a in enumerate(cfg.agents):
+        if a.name in seen:
+            raise ConfigError(f"{source}: agents[{i}].name: duplicate agent name {a.name!r}")
+        seen.add(a.name)
+        try:
+            cfg.compaction_for(a.name)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = f"agents[{i}].compaction.{_loc(err['loc'])}"
+            raise ConfigError(f"{source}: {where}: {_describe(err)}") from None
+    return cfg
+
+
+def load_config(path: Path) -> TeamConfig:
+    """Read and check a team.toml; every problem raises `ConfigError` with one line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file (run `team init` to write one)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: TOML syntax error: {e}") from None
+    return parse_config(data, str(path))
+
+
+def render_config(
+    name: str, model: str, agents: list[tuple[str, str]], threshold: int = 50_000
+) -> str:
+    """A team.toml for `team init`."""
+    lines = [
+        "[team]",
+        f'name = "{name}"',
+        f'model = "{model}"   # an Anthropic model id, or "sim" for the offline simulator',
+        "max_tokens = 8000",
+        "",
+        "[compaction]",
+        f"threshold = {threshold}",
+        "keep_recent = 3",
+        'preserve_tools = ["read_file"]',
+        "min_chars = 100",
+    ]
+    for agent, role in agents:
+        lines += ["", "[[agents]]", f'name = "{agent}"', f'role = "{role}"']
+    text = "\n".join(lines) + "\n"
+    parse_config(tomllib.loads(text))  # never write a file we would refuse to read
+    return text

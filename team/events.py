@@ -1,0 +1,214 @@
+"""Events: what happened, for study. A small sink protocol and the SQLite log behind it.
+
+`.team/events.db` is SQLite in WAL mode with one writer thread, so agent threads never
+wait on the disk and readers (`team stats`, `sqlite3`) never block the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallEvent:
+    agent: str
+    purpose: str  # "agent" or "summary"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    estimate: int = 0  # our estimate of the context before the call
+    duration_s: float = 0.0
+    error: str | None = None
+    ts: float = field(default_factory=time.time)
+    table = "model_calls"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    agent: str
+    layer: str  # "micro", "auto" or "manual"
+    trigger: str  # why it ran: "threshold", "tool", "view", ...
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    transcript: str | None = None
+    summary_chars: int = 0
+    duration_s: float = 0.0
+    success: bool = True
+    error: str | None = None
+    results_cleared: int = 0  # micro only
+    retention: float | None = None  # share of ids/names/paths kept (see compaction.retention)
+    ts: float = field(default_factory=time.time)
+    table = "compactions"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryEvent:
+    agent: str  # the recipient
+    sender: str
+    msg_id: str
+    kind: str  # "sent" or "received"
+    msg_type: str = "message"
+    latency_s: float | None = None  # received only: receive time - message timestamp
+    ts: float = field(default_factory=time.time)
+    table = "deliveries"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    agent: str
+    kind: str  # "started", "idle", "crashed", "restarted", "auto_paused", "stopped", ...
+    detail: str = ""
+    ts: float = field(default_factory=time.time)
+    table = "agent_events"
+
+
+Event = ModelCallEvent | CompactionEvent | DeliveryEvent | AgentEvent
+EVENT_TYPES: tuple[type, ...] = (ModelCallEvent, CompactionEvent, DeliveryEvent, AgentEvent)
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class MemorySink:
+    """Keeps events in a list: for tests and for the experiment runner."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        with self._lock:
+            return [e for e in self.events if isinstance(e, kind)]
+
+
+class FanoutSink:
+    def __init__(self, *sinks: EventSink) -> None:
+        self.sinks = sinks
+
+    def emit(self, event: Event) -> None:
+        for s in self.sinks:
+            s.emit(event)
+
+
+def _columns(kind: type) -> list[tuple[str, str]]:
+    cols = []
+    for name, ann in kind.__annotations__.items():
+        if name == "table":
+            continue
+        base = str(ann).split("|")[0].strip()
+        sql = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bool": "INTEGER"}.get(
+            base, "TEXT"
+        )
+        cols.append((name, sql))
+    return cols
+
+
+def schema_sql() -> str:
+    """CREATE statements for every event table (documented in the README)."""
+    stmts = []
+    for kind in EVENT_TYPES:
+        cols = ", ".join(f"{n} {t}" for n, t in _columns(kind))
+        stmts.append(
+            f"CREATE TABLE IF NOT EXISTS {kind.table} (id INTEGER PRIMARY KEY, {cols});"
+        )
+        stmts.append(
+            f"CREATE INDEX IF NOT EXISTS {kind.table}_agent ON {kind.table}(agent, ts);"
+        )
+    return "\n".join(stmts)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and create if needed) an events database for reading or writing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(schema_sql())
+    return conn
+
+
+class SqliteEventLog:
+    """An `EventSink` that appends to `.team/events.db` from one writer thread.
+
+    `emit` only enqueues, so an agent thread never waits on SQLite. `close` drains the
+    queue, so no event emitted before it is lost.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._q: queue.Queue[Event | None] = queue.Queue()
+        self._conn = connect(path)
+        self._thread = threading.Thread(target=self._run, name="events-writer", daemon=True)
+        self._thread.start()
+
+    def emit(self, event: Event) -> None:
+        self._q.put(event)
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until everything emitted so far is written."""
+        done = threading.Event()
+        self._q.put(_Marker(done))  # type: ignore[arg-type]
+        done.wait(timeout)
+
+    def close(self) -> None:
+        self._q.put(None)
+        self._thread.join(timeout=30)
+        self._conn.close()
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            batch = [item]
+            while not self._q.empty() and len(batch) < 500:
+                batch.append(self._q.get_nowait())
+            stop = False
+            with self._conn:
+                for ev in batch:
+                    if ev is None:
+                        stop = True
+                    elif isinstance(ev, _Marker):
+                        continue
+                    else:
+                        self._write(ev)
+            for ev in batch:
+                if isinstance(ev, _Marker):
+                    ev.done.set()
+            if stop:
+                return
+
+    def _write(self, ev: Event) -> None:
+        row = asdict(ev)
+        for k, v in row.items():
+            if isinstance(v, dict | list):
+                row[k] = json.dumps(v)
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        try:
+            self._conn.execute(
+                f"INSERT INTO {ev.table} ({names}) VALUES ({marks})", tuple(row.values())
+            )
+        except sqlite3.Error as e:  # never let a bad event stop the writer
+            log.warning("could not record %s event: %s", ev.table, e)
+
+
+@dataclass
+class _Marker:
+    done: threading.Event

@@ -1,0 +1,1 @@
+"""Models: the protocol, the real Anthropic client, and the offline simulator."""

@@ -1,0 +1,86 @@
+"""The seam between an agent and whatever answers it: the `Model` protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from team.conversation import Block, Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it (name, purpose, JSON schema of its input)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens of one model call, as the Messages API reports them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Everything the call saw plus what it wrote: the size of the context after it."""
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+            + self.output_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One call. `messages` must already pass `conversation.validate`.
+
+    `cache_breakpoints` are indexes into `messages` whose last block ends a stable
+    prefix worth caching (at most 4 in all, counting the system prompt's).
+    `purpose` is "agent" for a turn and "summary" for a compaction summary.
+    """
+
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int = 8000
+    tool_choice: Literal["auto", "none"] = "auto"
+    cache_breakpoints: tuple[int, ...] = ()
+    cache_system: bool = True
+    purpose: Literal["agent", "summary"] = "agent"
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    content: tuple[Block, ...]
+    stop_reason: str
+    usage: Usage
+
+    def message(self) -> Message:
+        return Message("assistant", self.content)
+
+
+class ModelError(Exception):
+    """A call that failed after the client's own retries; the caller decides what next."""
+
+
+class Model(Protocol):
+    """Anything that can answer a `ModelRequest`. Implementations must be thread-safe."""
+
+    name: str
+
+    def complete(self, request: ModelRequest) -> ModelResponse: ...
