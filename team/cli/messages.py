@@ -1,1 +1,160 @@
-"""(placeholder: filled by its issue)."""
+"""`team send`, `team broadcast`, `team inbox`: a thin layer over team.mailbox."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from team.cli.base import DirOption, JsonOption, app, workspace
+from team.events import EventSink, SqliteEventLog
+from team.mailbox import post
+from team.mailbox.maildir import MaildirMailbox, Status
+from team.mailbox.message import MailMessage
+from team.mailbox.waker import make_waker
+from team.workspace import Workspace
+
+FromOption = Annotated[
+    str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
+]
+
+FOLLOW_TICK_S = 1.0
+"""--follow rescans at least this often, in case a file event was lost."""
+
+
+@contextlib.contextmanager
+def _event_log(ws: Workspace) -> Iterator[EventSink | None]:
+    """Record deliveries in .team/events.db (§8); a busy or broken db never blocks a send."""
+    try:
+        sink = SqliteEventLog(ws.events_db)
+    except sqlite3.Error:
+        yield None
+        return
+    try:
+        yield sink
+    finally:
+        sink.close()
+
+
+@app.command()
+def send(
+    agent: Annotated[str, typer.Argument(help="The recipient.")],
+    text: Annotated[str, typer.Argument(help="The message.")],
+    sender: FromOption = "user",
+    dir: DirOption = ".",
+) -> None:
+    """Deliver a message to an agent's inbox (works whether or not the team is up)."""
+    ws = workspace(dir)
+    config = ws.load_config()
+    with _event_log(ws) as sink:
+        msg = post.send(ws, config, agent, text, sender=sender, sink=sink)
+    typer.echo(f"sent {msg.id} to {agent}")
+
+
+@app.command()
+def broadcast(
+    text: Annotated[str, typer.Argument(help="The message.")],
+    sender: FromOption = "user",
+    dir: DirOption = ".",
+) -> None:
+    """Deliver a message to every agent but the sender."""
+    ws = workspace(dir)
+    config = ws.load_config()
+    with _event_log(ws) as sink:
+        sent = post.broadcast(ws, config, text, sender=sender, sink=sink)
+    if sent:
+        typer.echo(f"sent to {', '.join(m.to for m in sent)}")
+    else:
+        typer.echo("no recipients: the sender is the only agent")
+
+
+def _record(msg: MailMessage, status: Status) -> dict[str, Any]:
+    return {**msg.model_dump(mode="json", by_alias=True), "status": status}
+
+
+def _line(msg: MailMessage, status: Status) -> str:
+    when = datetime.fromtimestamp(msg.timestamp).strftime("%Y-%m-%d %H:%M:%S")
+    task = f" task {msg.task_id}" if msg.task_id is not None else ""
+    head = f"[{status}] {when} from {msg.sender} ({msg.type}{task}) {msg.id}"
+    return f"{head}\n  " + msg.content.replace("\n", "\n  ")
+
+
+def _show(msg: MailMessage, status: Status, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(_record(msg, status)))
+    else:
+        typer.echo(_line(msg, status))
+
+
+@app.command()
+def inbox(
+    agent: Annotated[str, typer.Argument(help="Whose inbox.")],
+    show_all: Annotated[bool, typer.Option("--all", help="Include processed messages.")] = False,
+    as_json: JsonOption = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new messages until Ctrl-C.")
+    ] = False,
+    dir: DirOption = ".",
+) -> None:
+    """Show an agent's pending (with --all, also processed) messages, oldest first.
+
+    With --follow, print each new message as it lands (with --json, one object a line).
+    """
+    ws = workspace(dir)
+    config = ws.load_config()
+    ws.require_agent(config, agent)
+    mailbox = MaildirMailbox(ws.inbox_dir(agent))
+    if follow:
+        _follow(mailbox, show_all, as_json)
+        return
+    shown = [
+        (msg, e.status)
+        for e in mailbox.entries()
+        if (show_all or e.status == "pending") and (msg := mailbox.read(e)) is not None
+    ]
+    if as_json:
+        typer.echo(json.dumps([_record(m, s) for m, s in shown], indent=2))
+    elif not shown:
+        typer.echo(f"no {'' if show_all else 'pending '}messages for {agent}")
+    else:
+        for msg, status in shown:
+            typer.echo(_line(msg, status))
+
+
+def _follow(mailbox: MaildirMailbox, show_all: bool, as_json: bool) -> None:
+    """Print what is there (pending, or everything with --all), then each new arrival.
+
+    Read-only: the agent may claim and finish a message between two scans, so a scan
+    looks at every file name in new/ and cur/ and prints the ones not printed yet.
+    """
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Ctrl-C ends the follow cleanly (exit 0); so does a polite kill.
+    previous_term = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    waker = make_waker([mailbox.new_dir], stop)
+    printed: set[str] = set()
+    first = True
+    try:
+        while not stop.is_set():
+            for e in mailbox.entries():
+                if e.key in printed:
+                    continue
+                printed.add(e.key)
+                if first and e.status == "done" and not show_all:
+                    continue  # history: only --all shows it
+                if (msg := mailbox.read(e)) is not None:
+                    _show(msg, e.status, as_json)
+            first = False
+            waker.wait(FOLLOW_TICK_S)
+    finally:
+        waker.close()
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
+

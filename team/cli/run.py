@@ -1,1 +1,167 @@
-"""(placeholder: filled by its issue)."""
+"""`team up`, `team down`, `team status`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from team.agents.console import EventPrinter, RunCounter, status_table
+from team.agents.lock import TeamLock
+from team.agents.runtime import Runtime
+from team.cli.base import DirOption, JsonOption, app, workspace
+from team.errors import UserError
+from team.events import FanoutSink, SqliteEventLog
+from team.llm import make_model
+from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.tasks import TaskBoard
+
+
+@app.command()
+def up(
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Return once the team has nothing left to do.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option(help='Override the model: an Anthropic id, or "sim".')
+    ] = None,
+    idle_grace: Annotated[
+        float, typer.Option(help="Seconds the team must stay idle before --until-idle returns.")
+    ] = 2.0,
+    timeout: Annotated[
+        float | None, typer.Option(help="Stop the team after this many seconds (exit 1).")
+    ] = None,
+    sim_latency: Annotated[
+        float, typer.Option(help="Seconds each sim model call takes (sim only).")
+    ] = 0.0,
+    dir: DirOption = ".",
+) -> None:
+    """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
+    ws = workspace(dir)
+    config = ws.load_config()
+    model_id = model or config.team.model
+    llm = make_model(model_id, sim_latency=sim_latency)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    live = sys.stdout.isatty()
+    counter = RunCounter()
+    ws.team_dir.mkdir(parents=True, exist_ok=True)
+    lock = TeamLock(ws.lock_path)
+    if lock.is_held():  # say so before opening anything else
+        lock.acquire()
+    events = SqliteEventLog(ws.events_db)
+    sinks = [events, counter] if live else [events, counter, EventPrinter()]
+    runtime = Runtime(ws, config, llm, FanoutSink(*sinks))
+    try:
+        runtime.start()
+    except UserError:
+        events.close()
+        raise
+    names = ", ".join(f"{a.name} ({a.role})" for a in config.agents)
+    label = " - an offline simulation, no real model is called" if model_id == "sim" else ""
+    print(f"team {config.team.name!r} up in {ws.root}: {names}; model {model_id}{label}")
+    print("Ctrl-C or `team down` stops it.", flush=True)
+    _handle_signals(runtime)
+    start = time.monotonic()
+    try:
+        if live:
+            finished = _run_live(runtime, until_idle, idle_grace, timeout)
+        else:
+            finished = runtime.wait(until_idle=until_idle, idle_grace=idle_grace, timeout=timeout)
+    finally:
+        runtime.close()
+        events.close()
+    board = TaskBoard(ws.tasks_dir)
+    tasks = board.list()
+    done = sum(1 for t in tasks if t.status == "completed")
+    print(counter.summary(done, len(tasks), time.monotonic() - start))
+    if not finished:
+        raise UserError(f"stopped after --timeout {timeout:g}s before the team was idle")
+
+
+def _run_live(runtime: Runtime, until_idle: bool, idle_grace: float, timeout) -> bool:
+    from rich.live import Live
+
+    with Live(status_table(runtime.status()), refresh_per_second=2) as live:
+        return runtime.wait(
+            until_idle=until_idle,
+            idle_grace=idle_grace,
+            timeout=timeout,
+            tick=lambda: live.update(status_table(runtime.status())),
+        )
+
+
+def _handle_signals(runtime: Runtime) -> None:
+    def on_signal(signum, frame):
+        if runtime._stopping:  # second Ctrl-C: stop at the next step boundary, now
+            runtime.stop.set()
+        else:
+            print("stopping: each agent finishes its current step...", file=sys.stderr)
+            runtime.request_stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+@app.command()
+def down(
+    wait: Annotated[float, typer.Option(help="Seconds to wait for the team to stop.")] = 120.0,
+    dir: DirOption = ".",
+) -> None:
+    """Ask a running team to stop gracefully (each agent finishes its step first)."""
+    ws = workspace(dir)
+    config = ws.load_config()
+    lock = TeamLock(ws.lock_path)
+    if not lock.is_held():
+        raise UserError(f"no team is running in {ws.root}")
+    for name in config.names():
+        MaildirMailbox(ws.inbox_dir(name)).deliver(
+            MailMessage(
+                type="shutdown_request",
+                sender="user",
+                to=name,
+                content="Please stop after your current step.",
+            )
+        )
+    print(f"asked {len(config.agents)} agents to stop", flush=True)
+    deadline = time.monotonic() + wait
+    while lock.is_held():
+        if time.monotonic() > deadline:
+            raise UserError(f"the team did not stop within {wait:g}s (it may be mid-call)")
+        time.sleep(0.2)
+    print("team stopped")
+
+
+@app.command()
+def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
+    """Agents (state, context tokens, compactions, pending inbox) of the team here."""
+    ws = workspace(dir)
+    config = ws.load_config()
+    running = TeamLock(ws.lock_path).is_held()
+    snapshot: dict = {}
+    if ws.status_path.exists():
+        try:
+            snapshot = json.loads(ws.status_path.read_text())
+        except (OSError, ValueError):
+            snapshot = {}
+    agents = {}
+    for name in config.names():
+        st = dict(snapshot.get("agents", {}).get(name, {}))
+        if not running:
+            st["state"] = "down"
+        st.setdefault("state", "starting")
+        st["pending"] = len(MaildirMailbox(ws.inbox_dir(name)).pending())
+        agents[name] = st
+    out = {"team": config.team.name, "running": running, "agents": agents}
+    if json_out:
+        print(json.dumps(out, indent=2))
+        return
+    from rich.console import Console
+
+    title = f"team {config.team.name!r}: " + ("up" if running else "down")
+    Console().print(status_table(out, title))

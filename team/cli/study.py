@@ -1,1 +1,106 @@
-"""(placeholder: filled by its issue)."""
+"""`team stats`, `team report`, `team transcripts`: study compaction (DESIGN §8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from team.cli.base import DirOption, JsonOption, app, workspace
+from team.config import ConfigError
+from team.workspace import Workspace
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    # Piped output would otherwise wrap ten-column tables at 80 characters.
+    return console if console.is_terminal else Console(width=160)
+
+
+def _print_table(console: Any, title: str, headers: list[str], rows: list[list[str]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for i, h in enumerate(headers):
+        numeric = all(row[i][:1] in "0123456789-" for row in rows)
+        table.add_column(h, justify="right" if numeric else "left")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _team_name(ws: Workspace) -> str:
+    # The title is a nicety: a report must still be drawn if team.toml is gone or broken.
+    try:
+        return ws.load_config().team.name
+    except ConfigError:
+        return ws.root.name or "team"
+
+
+@app.command()
+def stats(json_out: JsonOption = False, dir: DirOption = ".") -> None:
+    """Per-agent and team numbers from .team/events.db: calls, tokens, cost, compactions."""
+    from team.study.stats import stats as compute_stats
+    from team.study.stats import tables
+
+    st = compute_stats(workspace(dir).events_db)
+    if json_out:
+        typer.echo(json.dumps(st.to_dict(), indent=2))
+        return
+    console = _console()
+    for t in tables(st):
+        if t.rows:
+            _print_table(console, t.title, t.headers, t.rows)
+        else:
+            console.print(f"{t.title}: none")
+
+
+@app.command()
+def report(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="PNG to write (default .team/report.png); "
+                     "the HTML page goes beside it."),
+    ] = None,
+    dir: DirOption = ".",
+) -> None:
+    """Draw context size over time with every compaction marked, as a PNG and an HTML page."""
+    from team.study.report import write_report
+
+    ws = workspace(dir)
+    png, page = write_report(ws.events_db, out or ws.team_dir / "report.png", _team_name(ws))
+    typer.echo(str(png))
+    typer.echo(str(page))
+
+
+@app.command()
+def transcripts(
+    agent: Annotated[str | None, typer.Argument(help="Only this agent's transcripts.")] = None,
+    json_out: JsonOption = False,
+    dir: DirOption = ".",
+) -> None:
+    """List the transcripts archived before each compaction."""
+    from team.study.transcripts import list_transcripts
+
+    ws = workspace(dir)
+    files = list_transcripts(ws, agent)
+    if json_out:
+        typer.echo(json.dumps([f.to_dict() for f in files], indent=2))
+        return
+    if not files:
+        where = ws.transcripts_dir(agent) if agent else ws.transcripts_root
+        typer.echo(f"no transcripts yet in {where}")
+        return
+    rows = []
+    for f in files:
+        try:
+            shown = str(f.path.relative_to(ws.root))
+        except ValueError:
+            shown = str(f.path)
+        rows.append([f.agent, str(f.seq), f.utc, f.layer, f"{f.messages:,}", f"{f.size:,}", shown])
+    _print_table(_console(), "Transcripts", ["agent", "seq", "utc", "layer", "messages",
+                                             "bytes", "path"], rows)

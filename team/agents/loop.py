@@ -1,0 +1,334 @@
+"""The agent loop: wait for work, take in the inbox, compact, call the model, run tools, persist.
+
+One `Agent` per thread. The loop reads top to bottom in `run` -> `turn` -> `step`; the
+collaborators (model, mailbox, board, toolbox, compactor, session log) do the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from team.agents.identity import identity_block, system_prompt
+from team.agents.session import SessionLog
+from team.agents.tools import LOOP_TOOLS, Toolbox, tool_specs
+from team.compaction.compactor import Compactor
+from team.compaction.history import History
+from team.config import AgentConfig, TeamConfig
+from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.events import AgentEvent, DeliveryEvent, EventSink, ModelCallEvent
+from team.llm.base import Model, ModelError, ModelRequest
+from team.mailbox.maildir import Claimed, MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.mailbox.waker import Waker
+from team.tasks import TaskBoard
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
+EMPTY_REPLY = "(no reply)"
+
+
+class Shutdown(Exception):
+    """The agent was asked to stop; raised at a step boundary."""
+
+
+class StepFailed(Exception):
+    """The model call failed after retries; the history is unchanged and the turn ends."""
+
+
+@dataclass
+class AgentState:
+    """What `team status` shows, updated by the agent thread."""
+
+    state: str = "starting"  # starting, idle, working, waiting (model error), stopped
+    context_tokens: int = 0
+    compactions: int = 0
+    calls: int = 0
+    task: int | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        config: AgentConfig,
+        team: TeamConfig,
+        model: Model,
+        mailbox: MaildirMailbox,
+        board: TaskBoard,
+        toolbox: Toolbox,
+        compactor: Compactor,
+        session: SessionLog,
+        sink: EventSink,
+        waker: Waker,
+        stop: threading.Event,
+        started_at: float | None = None,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.team = team
+        self.model = model
+        self.mailbox = mailbox
+        self.board = board
+        self.toolbox = toolbox
+        self.compactor = compactor
+        self.session = session
+        self.sink = sink
+        self.waker = waker
+        self.stop = stop
+        self.started_at = started_at if started_at is not None else time.time()
+        self.poll_s = poll_s
+        self.system = system_prompt(config, team)
+        self.tools = tool_specs()
+        self.status = AgentState()
+        self.history = History()
+        self._error_backoff = 0.0
+        self._pending_done: list[Claimed] = []
+        self.last_error: str | None = None
+
+    def identity(self) -> str:
+        return identity_block(self.config, self.team, self.board.open_for(self.name))
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Resume from the session log, then work until asked to stop."""
+        self.resume()
+        try:
+            while not self.stop.is_set():
+                if self.has_work():
+                    self.status.state = "working"
+                    self.turn()
+                else:
+                    self.status.state = "idle"
+                    self.waker.wait(self.poll_s)
+        except Shutdown:
+            pass
+        finally:
+            self.status.state = "stopped"
+            self.session.close()
+
+    def resume(self) -> None:
+        self.history = self.session.load()
+        cut = self.session.interrupted_results(self.history)
+        if cut:
+            self._add_user(cut)
+            self.sink.emit(AgentEvent(self.name, "resumed", f"{len(cut)} interrupted tool calls"))
+        self.status.compactions = self.history.segment
+        self.status.context_tokens = self.compactor.estimate(self.history)
+
+    def has_work(self) -> bool:
+        """Unanswered input, new mail, or an open task nobody has claimed (which we claim)."""
+        if self.take_inbox():
+            return True
+        if self.history.messages and self.history.messages[-1].role == "user":
+            return True
+        task = self.board.claim_next(self.name)
+        if task is None:
+            return False
+        self._add_user(
+            [TextBlock(f"You claimed open task #{task.id}: {task.subject}\n{task.description}".strip())]
+        )
+        return True
+
+    def turn(self) -> None:
+        """Call the model and run its tools until it ends its turn."""
+        reminded = False
+        for _ in range(MAX_STEPS_PER_TURN):
+            self.take_inbox()
+            try:
+                uses = self.step()
+            except StepFailed:
+                return  # has_work() sees the unanswered user turn and tries again
+            if uses:
+                self.run_tools(uses)
+                continue
+            if self.take_inbox():
+                continue
+            mine = self.board.open_for(self.name)
+            if mine and not reminded:
+                reminded = True
+                listing = "; ".join(f"#{t.id} {t.subject}" for t in mine)
+                self._add_user(
+                    [
+                        TextBlock(
+                            f"Reminder: you still own open tasks: {listing}. Complete them "
+                            "with complete_task, or say why you cannot."
+                        )
+                    ]
+                )
+                continue
+            return
+
+    def step(self) -> list[ToolUseBlock]:
+        """Compact if due, call the model once, persist the reply; return its tool calls."""
+        if self.stop.is_set():
+            raise Shutdown
+        if self.compactor.should_auto(self.history):
+            self.compact("auto", "threshold")
+        view = self.compactor.view(self.history)
+        validate(view)  # a request the API would reject is our bug, never the user's
+        n = len(view)
+        request = ModelRequest(
+            system=self.system,
+            messages=view,
+            tools=self.tools,
+            max_tokens=self.team.team.max_tokens,
+            # the previous request's end and this one's end: the stable prefix to cache
+            cache_breakpoints=tuple(i for i in (n - 3, n - 1) if i >= 0),
+            agent=self.name,
+        )
+        estimate = self.compactor.estimate(self.history)
+        start = time.monotonic()
+        try:
+            response = self.model.complete(request)
+        except ModelError as e:
+            self._model_failed(e, estimate, time.monotonic() - start)
+            raise StepFailed(str(e)) from e
+        self._error_backoff = 0.0
+        u = response.usage
+        self.sink.emit(
+            ModelCallEvent(
+                agent=self.name,
+                purpose="agent",
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_write_tokens=u.cache_write_tokens,
+                estimate=estimate,
+                duration_s=time.monotonic() - start,
+            )
+        )
+        message = response.message()
+        if not message.content or not any(
+            isinstance(b, ToolUseBlock) or (isinstance(b, TextBlock) and b.text.strip())
+            for b in message.content
+        ):
+            message = type(message)("assistant", (TextBlock(EMPTY_REPLY),))
+        self.session.assistant(message, u)
+        self.history.append_response(message, u)
+        self.status.calls += 1
+        self.status.context_tokens = u.context_tokens
+        return message.tool_uses()
+
+    def run_tools(self, uses: list[ToolUseBlock]) -> None:
+        results: list[Block] = []
+        inbox_ids: list[str] = []
+        focus: str | None = None
+        compact_requested = False
+        for use in uses:
+            if use.name == "compact":
+                compact_requested = True
+                focus = str(use.input.get("focus") or "") or None
+                content = "Compacting now: you will continue from a summary of your work."
+                results.append(ToolResultBlock(use.id, content, use.name))
+            elif use.name == "read_inbox":
+                messages = self._receive()
+                inbox_ids += [m.id for m in messages]
+                text = "\n\n".join(m.as_prompt() for m in messages) or "No new messages."
+                results.append(ToolResultBlock(use.id, text, use.name))
+            elif use.name == "idle":
+                results.append(ToolResultBlock(use.id, "Going idle.", use.name))
+            else:
+                r = self.toolbox.run(use.name, use.input)
+                results.append(ToolResultBlock(use.id, r.content, use.name, r.is_error))
+        self._add_user(results, inbox_ids)
+        if compact_requested:
+            self.compact("manual", "tool", focus)
+
+    def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
+        new = self.compactor.compact(self.history, layer=layer, trigger=trigger, focus=focus)
+        if new is None:
+            if layer == "manual":
+                self._add_user(
+                    [TextBlock("compact failed; your conversation is unchanged. Go on.")]
+                )
+            return
+        first = new.messages[0]
+        self.session.compaction(layer, self.compactor.last_transcript or "", first)
+        self.history = new
+        self.status.compactions += 1
+
+    # -- inbox ---------------------------------------------------------------------------
+
+    def take_inbox(self) -> bool:
+        """Bring new inbox messages into the conversation; True if there were any."""
+        messages = self._receive()
+        if not messages:
+            return False
+        self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
+        return True
+
+    def _receive(self) -> list[MailMessage]:
+        """Claim mail and take in what the session log has not recorded yet.
+
+        Marked done only after the caller has recorded it (see `_add_user`), so a crash
+        in between makes it reappear, and the id check makes that harmless.
+        """
+        fresh: list[MailMessage] = []
+        for claimed in self.mailbox.receive():
+            msg = claimed.message
+            if self.session.seen(msg.id):
+                self.mailbox.done(claimed)
+                continue
+            if msg.type == "shutdown_request" and msg.timestamp >= self.started_at:
+                self._answer_shutdown(msg)
+                self.mailbox.done(claimed)
+                raise Shutdown
+            if msg.type in ("shutdown_request", "shutdown_response"):
+                self.mailbox.done(claimed)  # stale, from an earlier run: nothing to do
+                continue
+            self._pending_done.append(claimed)
+            fresh.append(msg)
+            self.sink.emit(
+                DeliveryEvent(
+                    agent=self.name,
+                    sender=msg.sender,
+                    msg_id=msg.id,
+                    kind="received",
+                    msg_type=msg.type,
+                    latency_s=max(0.0, time.time() - msg.timestamp),
+                )
+            )
+        return fresh
+
+    def _add_user(self, blocks: list[Block], inbox_ids: list[str] = ()) -> None:
+        """Persist, then apply, then acknowledge the mail that the blocks carry."""
+        self.session.user(blocks, list(inbox_ids))
+        self.history.append_user(*blocks)
+        pending, self._pending_done = self._pending_done, []
+        for claimed in pending:
+            self.mailbox.done(claimed)
+
+    def _answer_shutdown(self, msg: MailMessage) -> None:
+        """Record the request, then answer it in the requester's inbox."""
+        self.session.note(event="shutdown", request=msg.id)
+        reply = MailMessage(
+            type="shutdown_response",
+            sender=self.name,
+            to=msg.sender,
+            content=f"{self.name} stopped after finishing its step.",
+            request_id=msg.id,
+        )
+        MaildirMailbox(self.mailbox.root.parent / msg.sender).deliver(reply)
+        self.sink.emit(
+            DeliveryEvent(msg.sender, self.name, reply.id, "sent", "shutdown_response")
+        )
+
+    def _model_failed(self, e: ModelError, estimate: int, duration: float) -> None:
+        self.sink.emit(
+            ModelCallEvent(
+                agent=self.name, purpose="agent", estimate=estimate,
+                duration_s=duration, error=str(e),
+            )
+        )
+        self.last_error = str(e)
+        self._error_backoff = min(30.0, max(1.0, self._error_backoff * 2))
+        log.warning("%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff)
+        self.status.state = "waiting"
+        self.stop.wait(self._error_backoff)
+

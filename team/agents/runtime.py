@@ -1,0 +1,234 @@
+"""The runtime: one supervised thread per agent, the team lock, stopping and idling.
+
+Stopping goes through the inboxes: Ctrl-C, SIGTERM and `team down` all deliver a
+`shutdown_request` to every agent, each agent answers it at its next step boundary and
+its thread ends; once every thread has ended the runtime returns. A crashed agent
+thread is restarted from its session log with a growing backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from team.agents.loop import Agent
+from team.agents.lock import TeamLock
+from team.agents.session import SessionLog
+from team.agents.tools import Toolbox
+from team.compaction.compactor import Compactor
+from team.compaction.transcripts import TranscriptStore
+from team.config import TeamConfig
+from team.events import AgentEvent, EventSink
+from team.llm.base import Model
+from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.mailbox.waker import make_waker
+from team.tasks import TaskBoard
+from team.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+
+
+class Runtime:
+    def __init__(
+        self,
+        ws: Workspace,
+        config: TeamConfig,
+        model: Model,
+        sink: EventSink,
+        *,
+        poll_s: float = 0.5,
+        fsync: bool = True,
+    ) -> None:
+        self.ws = ws
+        self.config = config
+        self.model = model
+        self.sink = sink
+        self.poll_s = poll_s
+        self.fsync = fsync
+        self.board = TaskBoard(ws.tasks_dir)
+        self.lock = TeamLock(ws.lock_path)
+        self.stop = threading.Event()  # hard stop: agents end at their next step boundary
+        self.started_at = time.time()
+        self.agents: dict[str, Agent] = {}
+        self.threads: dict[str, threading.Thread] = {}
+        self.crashes: dict[str, int] = {}
+        self._stopping = False
+
+    # -- building ------------------------------------------------------------------------
+
+    def build_agent(self, name: str) -> Agent:
+        cfg = self.config.agent(name)
+        mailbox = MaildirMailbox(self.ws.inbox_dir(name))
+        session = SessionLog(self.ws.session_log(name), fsync=self.fsync)
+        toolbox = Toolbox(self.ws, name, self.config, self.board, sink=self.sink)
+        agent_ref: list[Agent] = []
+        compactor = Compactor(
+            agent=name,
+            config=self.config.compaction_for(name),
+            model=self.model,
+            transcripts=TranscriptStore(self.ws.transcripts_dir(name)),
+            sink=self.sink,
+            identity=lambda: agent_ref[0].identity(),
+            teammates=[a for a in self.config.names() if a != name],
+            root=self.ws.root,
+        )
+        agent = Agent(
+            config=cfg,
+            team=self.config,
+            model=self.model,
+            mailbox=mailbox,
+            board=self.board,
+            toolbox=toolbox,
+            compactor=compactor,
+            session=session,
+            sink=self.sink,
+            waker=make_waker([mailbox.root / "new"], self.stop),
+            stop=self.stop,
+            started_at=self.started_at,
+            poll_s=self.poll_s,
+        )
+        compactor.overhead_chars = len(agent.system) + sum(
+            len(json.dumps(t.to_api())) for t in agent.tools
+        )
+        agent_ref.append(agent)
+        return agent
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.lock.acquire()
+        for name in self.config.names():
+            MaildirMailbox(self.ws.inbox_dir(name)).root.joinpath("new").mkdir(
+                parents=True, exist_ok=True
+            )
+        for name in self.config.names():
+            t = threading.Thread(target=self._supervise, args=(name,), name=f"agent-{name}")
+            self.threads[name] = t
+            t.start()
+
+    def _supervise(self, name: str) -> None:
+        """Run the agent; if its thread crashes, rebuild it from its log and go on."""
+        backoff = 0.5
+        while True:
+            try:
+                agent = self.build_agent(name)
+                self.agents[name] = agent
+                self.sink.emit(AgentEvent(name, "started"))
+                agent.run()
+                self.sink.emit(AgentEvent(name, "stopped"))
+                return
+            except Exception as e:
+                self.crashes[name] = self.crashes.get(name, 0) + 1
+                log.exception("%s: agent crashed; restarting in %.1fs", name, backoff)
+                self.sink.emit(AgentEvent(name, "crashed", f"{type(e).__name__}: {e}"))
+                if self.stop.wait(backoff):
+                    return
+                backoff = min(MAX_BACKOFF_S, backoff * 2)
+                self.sink.emit(AgentEvent(name, "restarted"))
+
+    def alive(self) -> list[str]:
+        return [n for n, t in self.threads.items() if t.is_alive()]
+
+    def request_stop(self, sender: str = "user") -> None:
+        """Ask every agent to stop after its current step (idempotent)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        for name in self.alive():
+            MaildirMailbox(self.ws.inbox_dir(name)).deliver(
+                MailMessage(
+                    type="shutdown_request",
+                    sender=sender,
+                    to=name,
+                    content="Please stop after your current step.",
+                )
+            )
+
+    def is_idle(self) -> bool:
+        """Every agent idle, every inbox empty and no task open."""
+        for name in self.config.names():
+            agent = self.agents.get(name)
+            if agent is None or agent.status.state != "idle":
+                return False
+            if MaildirMailbox(self.ws.inbox_dir(name)).has_pending():
+                return False
+        return self.board.all_done()
+
+    def wait(
+        self,
+        *,
+        until_idle: bool = False,
+        idle_grace: float = 2.0,
+        timeout: float | None = None,
+        tick: Callable[[], None] | None = None,
+        stop_grace: float = 60.0,
+    ) -> bool:
+        """Block until the team stops; returns False if `timeout` ran out first."""
+        deadline = time.monotonic() + timeout if timeout else None
+        idle_since: float | None = None
+        stop_asked: float | None = None
+        timed_out = False
+        last_status = 0.0
+        while self.alive():
+            now = time.monotonic()
+            if now - last_status >= 1.0:
+                last_status = now
+                if tick:
+                    tick()
+                self.write_status()
+            if until_idle and not self._stopping:
+                if self.is_idle():
+                    idle_since = idle_since or now
+                    if now - idle_since >= idle_grace:
+                        self.request_stop()
+                else:
+                    idle_since = None
+            if deadline and now > deadline and not self._stopping:
+                timed_out = True
+                self.request_stop()
+            if self._stopping:
+                stop_asked = stop_asked or now
+                if now - stop_asked > stop_grace:
+                    self.stop.set()  # an agent is stuck in a long call: stop at its boundary
+            for t in self.threads.values():
+                t.join(timeout=0.1 / max(1, len(self.threads)))
+        self.stop.set()
+        self.write_status()
+        return not timed_out
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads.values():
+            t.join(timeout=10)
+        self.lock.release()
+
+    # -- status --------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        agents = {}
+        for name in self.config.names():
+            agent = self.agents.get(name)
+            st = asdict(agent.status) if agent else {"state": "starting"}
+            st["pending"] = len(MaildirMailbox(self.ws.inbox_dir(name)).pending())
+            st["crashes"] = self.crashes.get(name, 0)
+            agents[name] = st
+        return {"pid": os.getpid(), "updated": time.time(), "agents": agents}
+
+    def write_status(self) -> None:
+        write_json_atomic(self.ws.status_path, self.status())
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """tmp + rename: `team status` in another process never reads half a file."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)

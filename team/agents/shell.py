@@ -1,0 +1,176 @@
+"""The `bash` tool: one command in the workspace, with a timeout and an output cap.
+
+Not a sandbox. The command runs as the user, with the user's rights; what it does not
+get is the team's API keys (see `scrubbed_env`). It runs in its own process group so
+that a timeout or a stop kills everything it started, not just the shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# Substrings that mark a variable as a secret. Broad on purpose: a lost PATH-like
+# variable costs a command a retry, a leaked key costs the user money.
+_SECRET_MARKS = ("API_KEY", "APIKEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
+_PIPE_GRACE = 1.0  # seconds to wait for the pipe to close after the shell exits
+
+
+def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`env` (default os.environ) without ANTHROPIC_* and other obvious secrets."""
+    source = os.environ if env is None else env
+    out = {}
+    for name, value in source.items():
+        upper = name.upper()
+        if upper.startswith("ANTHROPIC_") or any(m in upper for m in _SECRET_MARKS):
+            continue
+        out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """What a command did: its (capped) output and how it ended."""
+
+    output: str
+    exit_code: int | None  # None when it was killed before it exited
+    timed_out: bool = False
+    stopped: bool = False
+    cut: int = 0  # bytes of output left out
+
+    def render(self, timeout: float) -> str:
+        """The text the model sees: output, then one line on how the command ended."""
+        text = self.output.rstrip("\n")
+        if self.timed_out:
+            end = f"[timed out after {timeout:g}s; the command and its children were killed]"
+        elif self.stopped:
+            end = "[interrupted: the team is stopping; the command was killed]"
+        else:
+            end = f"[exit code {self.exit_code}]"
+        return f"{text}\n{end}" if text else f"(no output)\n{end}"
+
+
+class _Capture:
+    """Keeps the head and the tail of a stream and counts what falls in between.
+
+    The tail matters as much as the head (test summaries, the last error), and a
+    command that prints gigabytes must not grow the agent's memory.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.head_limit = cap - cap // 2
+        self.tail_limit = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_limit:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    def text(self) -> tuple[str, int]:
+        tail = self.tail[-self.tail_limit :] if self.tail_limit else b""
+        cut = self.total - len(self.head) - len(tail)
+        head, tail = bytes(self.head), bytes(tail)
+        if cut > 0:
+            # cut at line ends when one is near, so no half line reads as real output
+            end = head.rfind(b"\n")
+            if end >= len(head) // 2:
+                head = head[: end + 1]
+            start = tail.find(b"\n")
+            if 0 <= start < len(tail) // 2:
+                tail = tail[start + 1 :]
+            cut = self.total - len(head) - len(tail)
+        head_text = head.decode("utf-8", errors="replace")
+        tail_text = tail.decode("utf-8", errors="replace")
+        if cut <= 0:
+            return head_text + tail_text, 0
+        note = f"\n[... output capped: {cut} of {self.total} bytes cut here ...]\n"
+        return head_text + note + tail_text, cut
+
+
+def run_command(
+    command: str,
+    cwd: Path,
+    *,
+    timeout: float,
+    output_cap: int,
+    stop: threading.Event | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ShellResult:
+    """Run `command` with bash in `cwd`; stdout and stderr are merged, in order.
+
+    Args:
+        command: shell text, as the model wrote it.
+        cwd: the workspace root.
+        timeout: seconds before the whole process group is killed.
+        output_cap: most characters of output kept (head and tail).
+        stop: when set, the command is killed at once (the team is shutting down).
+        env: the environment; default the scrubbed `os.environ`.
+    """
+    shell = shutil.which("bash") or "/bin/sh"
+    proc = subprocess.Popen(
+        [shell, "-c", command],
+        cwd=cwd,
+        env=dict(env) if env is not None else scrubbed_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # own process group: a timeout kills the children too
+    )
+    capture = _Capture(output_cap)
+    reader = threading.Thread(target=_pump, args=(proc, capture), daemon=True)
+    reader.start()
+
+    deadline = time.monotonic() + timeout
+    timed_out = stopped = False
+    while proc.poll() is None:
+        if stop is not None and stop.is_set():
+            stopped = True
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=min(left, 0.1))
+    if timed_out or stopped:
+        _kill_group(proc)
+    reader.join(_PIPE_GRACE)
+    if reader.is_alive():
+        # The shell is gone but a background child still holds the pipe open; without
+        # this the tool would hang until that child exits.
+        _kill_group(proc)
+        reader.join(_PIPE_GRACE)
+    output, cut = capture.text()
+    code = None if (timed_out or stopped) else proc.returncode
+    return ShellResult(output, code, timed_out=timed_out, stopped=stopped, cut=cut)
+
+
+def _pump(proc: subprocess.Popen[bytes], capture: _Capture) -> None:
+    assert proc.stdout is not None
+    with proc.stdout:
+        while chunk := proc.stdout.read1(65536):
+            capture.feed(chunk)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)

@@ -1,0 +1,110 @@
+"""`team demo`: an offline team on the sim model that works through a few tasks and stops."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from team.cli.base import app
+from team.config import render_config
+from team.errors import UserError
+from team.tasks import TaskBoard
+from team.workspace import Workspace
+
+AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
+TASKS = [
+    ("alice", "Review src/inventory.py and list its functions"),
+    ("bob", "Check that tests/test_inventory.py covers every function"),
+    ("carol", "Read docs/notes.md and summarise the open questions"),
+    (None, "Count the lines of every Python file under src/"),
+    (None, "Find every TODO in the project"),
+    ("alice", "Propose a fix for the TODO in src/pricing.py"),
+]
+
+
+def _seed(root: Path) -> None:
+    """A small project for the team to work on: real files the sim reads and greps."""
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "docs").mkdir()
+    funcs = "\n\n".join(
+        f"def {name}(items):\n    \"\"\"{doc}\"\"\"\n    return [i for i in items if i]  # TODO: {doc}"
+        if i % 3 == 0
+        else f"def {name}(items):\n    \"\"\"{doc}\"\"\"\n    return sorted(items)"
+        for i, (name, doc) in enumerate(
+            (f"{verb}_{noun}", f"{verb.title()} the {noun} of the inventory.")
+            for verb in ("count", "list", "price", "restock", "audit", "sort")
+            for noun in ("items", "bins", "orders", "suppliers", "returns")
+        )
+    )
+    (root / "src" / "inventory.py").write_text('"""Inventory helpers."""\n\n' + funcs + "\n")
+    (root / "src" / "pricing.py").write_text(
+        '"""Pricing."""\n\n\ndef price(qty, unit):\n    # TODO: bulk discounts\n'
+        "    return qty * unit\n" + "".join(f"\n\ndef tier_{i}(x):\n    return x * {i}\n" for i in range(40))
+    )
+    (root / "tests" / "test_inventory.py").write_text(
+        "from src.inventory import count_items, list_bins\n\n\n"
+        "def test_count():\n    assert count_items([1, 0]) == [1]\n\n\n"
+        "def test_list():\n    assert list_bins([2, 1]) == [1, 2]\n"
+    )
+    (root / "docs" / "notes.md").write_text(
+        "# Notes\n\n"
+        + "".join(
+            f"- Open question {i}: should `{n}` handle empty input? (see src/inventory.py)\n"
+            for i, n in enumerate(("count_items", "price", "restock_bins", "audit_orders"), 1)
+        )
+        + "\nLong background section follows.\n"
+        + ("The warehouse team reported inconsistent counts after restocking. " * 60)
+        + "\n"
+    )
+
+
+def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
+    """A fresh demo workspace: team.toml, the seed project, and the tasks on the board."""
+    from team.mailbox.post import send
+
+    ws = Workspace.at(root)
+    ws.root.mkdir(parents=True, exist_ok=True)
+    ws.config_path.write_text(render_config("demo", "sim", AGENTS, threshold=threshold))
+    _seed(ws.root)
+    config = ws.load_config()
+    board = TaskBoard(ws.tasks_dir)
+    for owner, subject in TASKS:
+        task = board.create(subject, owner=owner)
+        if owner:
+            send(ws, config, owner, subject, type="task", task_id=task.id)
+    return ws
+
+
+@app.command()
+def demo(
+    dir: Annotated[Path, typer.Option("--dir", "-C", help="Where to create the demo team.")] = Path(
+        "demo"
+    ),
+    fresh: Annotated[bool, typer.Option(help="Delete an earlier demo folder first.")] = True,
+    threshold: Annotated[int, typer.Option(help="Auto-compaction threshold (tokens).")] = 6000,
+    latency: Annotated[
+        float, typer.Option(help="Seconds each simulated model call takes.")
+    ] = 0.3,
+) -> None:
+    """Run an offline demo team (sim model) through a few tasks, then print what happened."""
+    from team.cli.run import up
+
+    root = dir.resolve()
+    if root.exists() and any(root.iterdir()):
+        if not fresh:
+            raise UserError(f"{root} is not empty (drop --no-fresh to start over)")
+        if not (root / "team.toml").exists():
+            raise UserError(f"{root} is not empty and is not a team workspace; pick another --dir")
+        shutil.rmtree(root)
+    ws = prepare_demo(root, threshold)
+    typer.echo(f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board)")
+    up(
+        until_idle=True, model="sim", idle_grace=2.0, timeout=600, sim_latency=latency, dir=root
+    )
+    typer.echo(
+        f"\nLook closer: team stats -C {dir}   team report -C {dir}   team transcripts -C {dir}"
+    )

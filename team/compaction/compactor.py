@@ -1,0 +1,230 @@
+"""One agent's compactor: micro view before every call, auto past the threshold, manual on request.
+
+Every compaction archives the full segment, asks the model for a summary, and starts a
+new segment whose first message is the identity block, then the summary and the path of
+the transcript. Nothing is changed until all of that has succeeded: a failed summary
+leaves the history exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from team.compaction.history import History
+from team.compaction.micro import MicroCompactor
+from team.compaction.retention import retention
+from team.compaction.summary import Summariser, SummaryFailed, render_block
+from team.compaction.tokens import estimate, message_tokens
+from team.compaction.transcripts import TranscriptStore
+from team.config import CompactionConfig
+from team.conversation import Message, TextBlock, ToolResultBlock
+from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
+from team.llm.base import Model
+
+log = logging.getLogger(__name__)
+
+MAX_FAILURES = 3
+CARRY_CHARS = 4000  # unseen tool output carried into the new context, per result
+
+
+class Compactor:
+    """The three layers for one agent (DESIGN §6)."""
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        config: CompactionConfig,
+        model: Model,
+        transcripts: TranscriptStore,
+        sink: EventSink,
+        identity: Callable[[], str],
+        teammates: list[str] | None = None,
+        overhead_chars: int = 0,
+        summary_max_tokens: int = 2000,
+        summary_input_budget: int = 60_000,
+        root: Path | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = config
+        self.transcripts = transcripts
+        self.sink = sink
+        self.identity = identity
+        self.teammates = teammates or []
+        self.overhead_chars = overhead_chars
+        self.root = root  # transcript paths are shown relative to the workspace
+        self.micro = MicroCompactor(config)
+        self.summariser = Summariser(
+            model,
+            agent=agent,
+            max_tokens=summary_max_tokens,
+            input_budget_tokens=summary_input_budget,
+            on_call=self._record_summary_call,
+        )
+        self.failures = 0
+        self.paused = False
+        self.last_transcript: str | None = None
+
+    # -- layer 1 -------------------------------------------------------------------------
+
+    def view(self, history: History) -> list[Message]:
+        """What is sent: the history with old tool results as placeholders."""
+        before = message_tokens(history.messages)
+        out = self.micro.view(history.messages)
+        if out.newly_cleared:
+            self.sink.emit(
+                CompactionEvent(
+                    agent=self.agent,
+                    layer="micro",
+                    trigger="view",
+                    tokens_before=before,
+                    tokens_after=message_tokens(out.view),
+                    messages_before=len(history.messages),
+                    messages_after=len(out.view),
+                    results_cleared=out.newly_cleared,
+                )
+            )
+        return out.view
+
+    # -- layers 2 and 3 ------------------------------------------------------------------
+
+    def estimate(self, history: History) -> int:
+        return estimate(history, self.overhead_chars)
+
+    def should_auto(self, history: History) -> bool:
+        return (
+            self.config.auto
+            and not self.paused
+            # a segment of one or two messages is already as small as compaction makes it
+            and len(history.messages) > 2
+            and self.estimate(history) > self.config.threshold
+        )
+
+    def compact(
+        self, history: History, *, layer: str, trigger: str, focus: str | None = None
+    ) -> History | None:
+        """Archive, summarise and start a new segment; None (history untouched) on failure."""
+        start = time.monotonic()
+        tokens_before = self.estimate(history)
+        identity = self.identity()
+        try:
+            summary = self.summariser.summarise(history.messages, identity, focus)
+        except SummaryFailed as e:
+            self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, str(e))
+            return None
+        path = self.transcripts.write(history.messages, layer)
+        shown = path.relative_to(self.root) if self.root else path
+        self.last_transcript = str(shown)
+        first = self._new_context(identity, summary, shown, layer, history)
+        new = History(messages=[first], segment=history.segment + 1)
+        self.micro.reset()
+        self.failures = 0
+        if layer == "manual" and self.paused:
+            self.paused = False
+            self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
+        kept = retention(
+            "\n".join(render_block(b) for m in history.messages for b in m.content),
+            first.text(),
+            self.teammates,
+        )
+        self.sink.emit(
+            CompactionEvent(
+                agent=self.agent,
+                layer=layer,
+                trigger=trigger,
+                tokens_before=tokens_before,
+                tokens_after=self.estimate(new),
+                messages_before=len(history.messages),
+                messages_after=len(new.messages),
+                transcript=str(shown),
+                summary_chars=len(summary),
+                duration_s=time.monotonic() - start,
+                retention=kept.overall,
+            )
+        )
+        return new
+
+    def _new_context(
+        self, identity: str, summary: str, transcript: Path, layer: str, history: History
+    ) -> Message:
+        parts = [
+            identity,
+            f"Your conversation was compacted ({layer}, segment {history.segment + 1}). "
+            f"Summary of everything before this point:\n\n{summary}",
+            f"The full transcript is in {transcript} (read_file it if you need details).",
+        ]
+        carried = self._unseen(history)
+        if carried:
+            parts.append("New since your last turn (not yet answered):\n\n" + carried)
+        parts.append("Continue your work from here.")
+        return Message("user", (TextBlock("\n\n".join(parts)),))
+
+    @staticmethod
+    def _unseen(history: History) -> str:
+        """Content after the last assistant turn: the model has not seen it yet.
+
+        Inbox messages are carried in full (they are instructions); tool output is
+        carried up to `CARRY_CHARS` each, with a pointer to the transcript for the rest.
+        """
+        if not history.messages or history.messages[-1].role != "user":
+            return ""
+        if len(history.messages) == 1:  # the segment is only this message: nothing to add
+            return ""
+        out = []
+        for b in history.messages[-1].content:
+            if isinstance(b, ToolResultBlock):
+                text = b.content
+                if len(text) > CARRY_CHARS:
+                    text = text[:CARRY_CHARS] + "\n[... cut here; the full output is in the transcript]"
+                out.append(f"[result of {b.name or 'tool'}]\n{text}")
+            elif isinstance(b, TextBlock):
+                out.append(b.text)
+        return "\n\n".join(out)
+
+    def _failed(
+        self, history: History, layer: str, trigger: str, tokens: int, duration: float, err: str
+    ) -> None:
+        if layer == "auto":
+            self.failures += 1
+        self.sink.emit(
+            CompactionEvent(
+                agent=self.agent,
+                layer=layer,
+                trigger=trigger,
+                tokens_before=tokens,
+                tokens_after=tokens,
+                messages_before=len(history.messages),
+                messages_after=len(history.messages),
+                duration_s=duration,
+                success=False,
+                error=err,
+            )
+        )
+        if layer == "auto" and self.failures >= MAX_FAILURES and not self.paused:
+            self.paused = True
+            log.warning(
+                "%s: auto-compaction paused after %d failed summaries in a row (%s); "
+                "it resumes after a manual compact or a restart",
+                self.agent,
+                self.failures,
+                err,
+            )
+            self.sink.emit(AgentEvent(self.agent, "auto_paused", err))
+
+    def _record_summary_call(self, response, duration: float, error: str | None) -> None:
+        u = response.usage if response is not None else None
+        self.sink.emit(
+            ModelCallEvent(
+                agent=self.agent,
+                purpose="summary",
+                input_tokens=u.input_tokens if u else 0,
+                output_tokens=u.output_tokens if u else 0,
+                cache_read_tokens=u.cache_read_tokens if u else 0,
+                cache_write_tokens=u.cache_write_tokens if u else 0,
+                duration_s=duration,
+                error=error,
+            )
+        )

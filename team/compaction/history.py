@@ -1,0 +1,53 @@
+"""One agent's live context: the messages of the current segment plus token accounting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from team.conversation import Message, ToolResultBlock, append_user
+from team.llm.base import Usage
+
+
+@dataclass
+class History:
+    """The messages since the last compaction (the segment) and the last real usage.
+
+    The stored messages always hold full text; micro-compaction only changes the view
+    sent to the model. `usage_tokens` is the context size the last response reported,
+    and `usage_index` how many messages that covered, so the estimate only has to count
+    what was appended since.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    usage_tokens: int | None = None
+    usage_index: int = 0
+    segment: int = 0
+
+    def append_user(self, *blocks) -> None:
+        append_user(self.messages, *blocks)
+
+    def append_response(self, message: Message, usage: Usage) -> None:
+        self.messages.append(message)
+        self.usage_tokens = usage.context_tokens
+        self.usage_index = len(self.messages)
+
+    def last_assistant_index(self) -> int:
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].role == "assistant":
+                return i
+        return -1
+
+    def pending_tool_uses(self) -> list[str]:
+        """Ids of the last assistant turn's tool calls that have no result yet."""
+        i = self.last_assistant_index()
+        if i < 0:
+            return []
+        uses = [b.id for b in self.messages[i].tool_uses()]
+        answered: set[str] = set()
+        if i + 1 < len(self.messages):
+            answered = {r.tool_use_id for r in self.messages[i + 1].tool_results()}
+        return [u for u in uses if u not in answered]
+
+
+def tool_name_of(result: ToolResultBlock) -> str:
+    return result.name or "tool"

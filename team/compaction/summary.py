@@ -1,0 +1,187 @@
+"""The summariser: a structured summary of a whole segment, in chunks when it is large.
+
+The reference design summarised a character slice of the history (the last N chars),
+which drops the original request. Here the summariser reads the full stored text of
+the segment, split at message (then block, then line) boundaries into chunks that fit
+one call, and the partial summaries are merged by one more call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+
+from team.compaction.tokens import CHARS_PER_TOKEN
+from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import Model, ModelRequest
+
+SECTIONS = (
+    "Request and intent",
+    "Decisions",
+    "Files",
+    "Errors and fixes",
+    "Messages from teammates",
+    "Pending tasks (with ids)",
+    "Current work",
+    "Next step",
+)
+
+SUMMARY_SYSTEM = """You are summarising the working context of an agent in a team, so that it \
+can continue its work after its conversation is compacted. The agent's identity:
+
+{identity}
+
+Write a structured summary of the WHOLE conversation below, with exactly these sections \
+as markdown headings: {sections}. Keep every task id (#N), teammate name, file path, \
+command, error message and decision that the agent may need; drop chatter and raw tool \
+output you can describe in a line. Write it to the agent, in the second person.{focus}"""
+
+MERGE_INSTRUCTION = (
+    "The conversation was too long for one summary, so it was summarised in {n} consecutive "
+    "parts, given below in order. Merge them into one structured summary with the same "
+    "sections; later parts override earlier ones where they conflict."
+)
+
+
+class SummaryFailed(Exception):
+    """The model could not produce a usable summary; the caller keeps the history."""
+
+
+def render_block(block) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ToolUseBlock):
+        return f"[tool call {block.name} id={block.id}] {json.dumps(block.input)}"
+    if isinstance(block, ToolResultBlock):
+        flag = " (error)" if block.is_error else ""
+        return f"[tool result {block.name or 'tool'}{flag}]\n{block.content}"
+    raise TypeError(block)
+
+
+def render_units(messages: list[Message], max_chars: int) -> list[str]:
+    """The segment as text units of at most `max_chars`, in order, nothing dropped."""
+    units: list[str] = []
+    for i, m in enumerate(messages):
+        head = f"--- message {i + 1} ({m.role}) ---"
+        text = head + "\n" + "\n\n".join(render_block(b) for b in m.content)
+        if len(text) <= max_chars:
+            units.append(text)
+            continue
+        for b in m.content:  # too big: split by block, then by lines
+            units.extend(_split_lines(f"{head}\n{render_block(b)}", max_chars))
+    return units
+
+
+def _split_lines(text: str, max_chars: int) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        while len(line) > max_chars:  # a single giant line: hard-split, still lossless
+            if current:
+                parts.append("".join(current))
+                current, size = [], 0
+            parts.append(line[:max_chars])
+            line = line[max_chars:]
+        if size + len(line) > max_chars and current:
+            parts.append("".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line)
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
+def pack(units: Iterable[str], max_chars: int) -> list[str]:
+    """Group consecutive units into chunks of at most `max_chars`."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for u in units:
+        if current and size + len(u) > max_chars:
+            chunks.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(u)
+        size += len(u) + 2
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+class Summariser:
+    """Calls the model to summarise a segment, chunking and merging as needed."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        agent: str,
+        max_tokens: int = 2000,
+        input_budget_tokens: int = 60_000,
+        on_call=None,
+    ) -> None:
+        self.model = model
+        self.agent = agent
+        self.max_tokens = max_tokens
+        self.budget_chars = input_budget_tokens * CHARS_PER_TOKEN
+        self.on_call = on_call  # callback(response, duration_s, error) for model-call events
+
+    def summarise(self, messages: list[Message], identity: str, focus: str | None = None) -> str:
+        chunks = pack(render_units(messages, self.budget_chars), self.budget_chars)
+        system = self._system(identity, focus)
+        parts = [
+            self._call(system, self._ask(chunk, i, len(chunks))) for i, chunk in enumerate(chunks)
+        ]
+        while len(parts) > 1:
+            # merge in groups that fit the budget, until one summary is left
+            groups = pack(
+                (f"## Part {i + 1}\n{p}" for i, p in enumerate(parts)), self.budget_chars
+            )
+            merged = []
+            for g in groups:
+                ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g
+                merged.append(self._call(system, ask))
+            if len(merged) >= len(parts):  # cannot shrink further: keep them all, in order
+                return "\n\n".join(merged)
+            parts = merged
+        return parts[0]
+
+    def _system(self, identity: str, focus: str | None) -> str:
+        focus_line = (
+            f"\n\nThe agent asked to focus on: {focus}. Give it the most detail." if focus else ""
+        )
+        return SUMMARY_SYSTEM.format(
+            identity=identity, sections=", ".join(SECTIONS), focus=focus_line
+        )
+
+    @staticmethod
+    def _ask(chunk: str, i: int, n: int) -> str:
+        part = f" (part {i + 1} of {n})" if n > 1 else ""
+        return f"The conversation to summarise{part}:\n\n{chunk}\n\nWrite the summary now."
+
+    def _call(self, system: str, text: str) -> str:
+        request = ModelRequest(
+            system=system,
+            messages=[Message.user(text)],
+            tools=[],
+            max_tokens=self.max_tokens,
+            tool_choice="none",
+            cache_system=False,
+            purpose="summary",
+            agent=self.agent,
+        )
+        start = time.monotonic()
+        try:
+            response = self.model.complete(request)
+        except Exception as e:
+            if self.on_call:
+                self.on_call(None, time.monotonic() - start, str(e))
+            raise SummaryFailed(str(e) or type(e).__name__) from e
+        if self.on_call:
+            self.on_call(response, time.monotonic() - start, None)
+        summary = response.message().text().strip()
+        if not summary:
+            raise SummaryFailed("the model returned an empty summary")
+        return summary

@@ -1,0 +1,167 @@
+"""`AnthropicModel`: the `Model` protocol on the official `anthropic` SDK.
+
+The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL and retries 408/409/429/5xx with
+backoff (honouring retry-after); this class adds request building (prompt-cache
+breakpoints, tool choice), response mapping, and one-line errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from team.conversation import Block, TextBlock, ToolUseBlock, to_api
+from team.errors import UserError
+from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage
+
+MAX_BREAKPOINTS = 4  # the API rejects a request with more cache_control blocks than this
+EPHEMERAL = {"type": "ephemeral"}
+RETRIED_STATUSES = {408, 409, 429}  # plus every 5xx: what the SDK retries on its own
+NO_KEY = "ANTHROPIC_API_KEY is not set; set it, or run offline with --model sim"
+
+
+class AnthropicModel:
+    """Answers `ModelRequest`s through the Messages API. Thread-safe (one shared client).
+
+    Args:
+        model_id: the Anthropic model id, e.g. "claude-sonnet-4-5".
+        max_retries: retries the SDK makes (with backoff) before a call fails.
+        timeout: seconds allowed for one attempt.
+        client: a ready client; by default one is built from the environment.
+
+    Raises:
+        UserError: no credentials are configured, so that `team up` fails at once.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        max_retries: int = 4,
+        timeout: float = 120.0,
+        client: anthropic.Anthropic | None = None,
+    ) -> None:
+        self.name = model_id
+        self.max_retries = max_retries
+        self.timeout = timeout
+        if client is None:
+            try:
+                client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout)
+            except Exception as e:  # with no key the SDK tries profiles, which can fail
+                raise UserError(f"{NO_KEY} (and no usable profile: {_one_line(e)})") from e
+        if not (client.api_key or client.auth_token or client.credentials):
+            raise UserError(NO_KEY)
+        self._client = client
+        self._secret = client.api_key or client.auth_token or ""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Make one call; `ModelError` (one line) when it fails after the SDK's retries."""
+        try:
+            reply = self._client.messages.create(**self.params(request))
+        except anthropic.APIStatusError as e:
+            raise ModelError(self._status_line(e)) from e
+        except anthropic.APITimeoutError as e:
+            raise ModelError(self._clean(
+                f"Anthropic API timed out (timeout {self.timeout:g} s, "
+                f"{self.max_retries} retries)"
+            )) from e
+        except anthropic.APIConnectionError as e:
+            cause = e.__cause__ or e
+            raise ModelError(self._clean(
+                f"cannot reach the Anthropic API at {self._client.base_url} "
+                f"after {self.max_retries} retries: {cause}"
+            )) from e
+        except anthropic.APIError as e:  # e.g. a response the SDK could not parse
+            raise ModelError(self._clean(f"Anthropic API error: {e}")) from e
+        return response_from(reply)
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for this request."""
+        params: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": request.max_tokens,
+            "messages": to_api(request.messages),
+        }
+        system_breakpoint = False
+        if request.system.strip():  # the API rejects an empty system text block
+            block: dict[str, Any] = {"type": "text", "text": request.system}
+            if request.cache_system:
+                block["cache_control"] = dict(EPHEMERAL)
+                system_breakpoint = True
+            params["system"] = [block]
+        if request.tools:
+            params["tools"] = [t.to_api() for t in request.tools]
+            if request.tool_choice == "none":
+                params["tool_choice"] = {"type": "none"}
+        for i in message_breakpoints(request, MAX_BREAKPOINTS - system_breakpoint):
+            content = params["messages"][i]["content"]
+            if content:  # an empty message is the API's 400 to report, not an IndexError here
+                content[-1]["cache_control"] = dict(EPHEMERAL)
+        return params
+
+    def _status_line(self, e: anthropic.APIStatusError) -> str:
+        kind, message = "", ""
+        body = e.body
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            kind = str(body["error"].get("type") or "")
+            message = str(body["error"].get("message") or "")
+        line = f"Anthropic API error {e.status_code}"
+        if kind:
+            line += f" {kind}"
+        line += f": {message or e.message}"
+        if e.status_code in RETRIED_STATUSES or e.status_code >= 500:
+            line += f" (after {self.max_retries} retries)"
+        if e.request_id:
+            line += f" [request {e.request_id}]"
+        return self._clean(line)
+
+    def _clean(self, text: str) -> str:
+        """One line, bounded, and never the credential (an echoing proxy could hold it)."""
+        line = _one_line(text)
+        if self._secret:
+            line = line.replace(self._secret, "***")
+        return line[:500]
+
+
+def message_breakpoints(request: ModelRequest, budget: int) -> list[int]:
+    """Message indexes to mark, newest first kept: the oldest are dropped to fit `budget`.
+
+    Raises:
+        ValueError: an index outside `request.messages` (a caller's bookkeeping bug).
+    """
+    indexes = sorted(set(request.cache_breakpoints))
+    for i in indexes:
+        if not 0 <= i < len(request.messages):
+            raise ValueError(
+                f"cache breakpoint {i} is outside the {len(request.messages)} messages"
+            )
+    return indexes[-budget:] if budget > 0 else []
+
+
+def response_from(reply: Any) -> ModelResponse:
+    """Map an SDK `Message` to a `ModelResponse`.
+
+    Thinking and server-tool blocks are dropped, and so are whitespace-only text blocks:
+    stored in history they would make every later request a 400 ("text content blocks
+    must contain non-whitespace text"). So `content` can be empty (e.g. max_tokens hit
+    at once); callers must not append an empty assistant message.
+    """
+    blocks: list[Block] = []
+    for b in reply.content:
+        if b.type == "text" and b.text.strip():
+            blocks.append(TextBlock(b.text))
+        elif b.type == "tool_use":
+            blocks.append(ToolUseBlock(b.id, b.name, dict(b.input or {})))
+    u = reply.usage
+    usage = Usage(
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cache_read_tokens=u.cache_read_input_tokens or 0,
+        cache_write_tokens=u.cache_creation_input_tokens or 0,
+    )
+    return ModelResponse(tuple(blocks), reply.stop_reason or "", usage)
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())

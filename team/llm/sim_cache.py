@@ -1,0 +1,195 @@
+"""A simulated Anthropic prompt cache, so offline runs report realistic cache usage.
+
+The rules follow the Messages API's documented behaviour:
+
+- a cache entry is the exact prefix (tools, system, messages, in that order) up to a
+  breakpoint (`cache_control`); at most 4 breakpoints per request, more is a 400;
+- a request reads the longest prefix that matches an entry written earlier, looking back
+  a bounded number of blocks before each breakpoint;
+- tokens from the end of what was read up to the last breakpoint are written, and every
+  breakpoint's prefix becomes an entry; the rest of the request is plain input;
+- prefixes shorter than a minimum (1024 tokens for most models) are not cached;
+- an entry lives 5 minutes from its last use (read or write).
+
+A piece is whatever the caller chooses as one cacheable unit; `SimModel` uses the tools,
+the system prompt and then one piece per message, so a breakpoint at message i covers
+everything up to the end of message i.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+MIN_TOKENS = 1024
+TTL_SECONDS = 300.0
+MAX_BREAKPOINTS = 4
+LOOKBACK = 20
+
+# Anthropic's prices relative to base input: writes cost 1.25x (5-minute cache), reads 0.1x.
+WRITE_PRICE = 1.25
+READ_PRICE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One cacheable unit of a prompt: its serialised text and its token count."""
+
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheCharge:
+    """How one request's input tokens split between plain input, cache writes and reads."""
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def billed_input(self) -> float:
+        return billed_input(self)
+
+
+class InputCounts(Protocol):
+    """Anything with the three input counts: `CacheCharge` or `team.llm.base.Usage`."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+
+
+def billed_input(usage: InputCounts) -> float:
+    """Input cost in base-price token units: input + 1.25 x cache writes + 0.1 x cache reads.
+
+    Args:
+        usage: a `CacheCharge`, a `Usage`, or anything with the same three counts.
+    """
+    return (
+        usage.input_tokens
+        + WRITE_PRICE * usage.cache_write_tokens
+        + READ_PRICE * usage.cache_read_tokens
+    )
+
+
+class PromptCache:
+    """The prompt cache of one agent. Thread-safe.
+
+    Args:
+        min_tokens: prefixes shorter than this are never cached.
+        ttl: seconds an entry lives after its last use.
+        lookback: how many pieces before a breakpoint are checked for an earlier entry
+            (the API checks about 20 blocks; a hit further back is missed, as there).
+        clock: seconds, monotonic; injectable so tests can expire entries without waiting.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_tokens: int = MIN_TOKENS,
+        ttl: float = TTL_SECONDS,
+        lookback: int = LOOKBACK,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.min_tokens = min_tokens
+        self.ttl = ttl
+        self.lookback = lookback
+        self._clock = clock
+        self._entries: dict[bytes, float] = {}  # prefix digest -> last used
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire(self._clock())
+            return len(self._entries)
+
+    def charge(
+        self,
+        pieces: Sequence[Piece | tuple[str, int]],
+        breakpoints: Iterable[int],
+    ) -> CacheCharge:
+        """Account one request against the cache, and update the cache as the API would.
+
+        Args:
+            pieces: the prompt in order, as `Piece`s or `(text, tokens)` pairs.
+            breakpoints: indexes into `pieces`; each ends a prefix to cache.
+
+        Returns:
+            The split of the request's input tokens.
+
+        Raises:
+            ValueError: more than 4 breakpoints, or one outside `pieces`.
+        """
+        parts = [p if isinstance(p, Piece) else Piece(*p) for p in pieces]
+        marks = sorted(set(breakpoints))
+        if len(marks) > MAX_BREAKPOINTS:
+            raise ValueError(
+                f"a maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided "
+                f"(found {len(marks)})"
+            )
+        if marks and (marks[0] < 0 or marks[-1] >= len(parts)):
+            raise ValueError(f"cache breakpoint out of range: {marks} for {len(parts)} pieces")
+
+        digests, ends = _prefixes(parts)
+        total = ends[-1] if ends else 0
+        if not marks:
+            return CacheCharge(input_tokens=total)
+
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            read = self._longest_hit(digests, marks)
+            read_tokens = ends[read] if read is not None else 0
+            if read is not None:
+                self._entries[digests[read]] = now
+            last = marks[-1]
+            written = 0
+            if ends[last] >= self.min_tokens:
+                written = ends[last] - read_tokens
+                for m in marks:
+                    if ends[m] >= self.min_tokens:
+                        self._entries[digests[m]] = now
+        return CacheCharge(
+            input_tokens=total - read_tokens - written,
+            cache_read_tokens=read_tokens,
+            cache_write_tokens=written,
+        )
+
+    def _longest_hit(self, digests: list[bytes], marks: list[int]) -> int | None:
+        """The last piece of the longest cached prefix the breakpoints can reach."""
+        for mark in reversed(marks):
+            for pos in range(mark, max(-1, mark - self.lookback - 1), -1):
+                if digests[pos] in self._entries:
+                    return pos
+        return None
+
+    def _expire(self, now: float) -> None:
+        stale = [d for d, used in self._entries.items() if now - used > self.ttl]
+        for d in stale:
+            del self._entries[d]
+
+
+def _prefixes(parts: list[Piece]) -> tuple[list[bytes], list[int]]:
+    """A running digest and running token total for every prefix, one per piece.
+
+    Chaining digests makes each one name the exact prefix, so a change anywhere earlier
+    changes every digest after it, as a byte-exact prefix match would.
+    """
+    digests: list[bytes] = []
+    ends: list[int] = []
+    h = b""
+    total = 0
+    for p in parts:
+        h = hashlib.blake2b(h + p.text.encode("utf-8"), digest_size=16).digest()
+        total += p.tokens
+        digests.append(h)
+        ends.append(total)
+    return digests, ends

@@ -1,0 +1,78 @@
+"""Sending: check names and content, then deliver durably (DESIGN §3, §7).
+
+Used by the CLI (`team send`, `team broadcast`) and by the agents' messaging tools, so
+a typo in a recipient is the same clear error everywhere, never a new inbox.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from team.config import AGENT_NAME, TeamConfig
+from team.errors import UserError
+from team.events import DeliveryEvent, EventSink
+from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.workspace import Workspace
+
+
+def check_sender(sender: str) -> None:
+    """A sender is a teammate, `user`, or any name an agent could have."""
+    if not AGENT_NAME.match(sender):
+        raise UserError(f"invalid sender name {sender!r}: must match {AGENT_NAME.pattern}")
+
+
+def send(
+    ws: Workspace,
+    config: TeamConfig,
+    to: str,
+    content: str,
+    *,
+    sender: str = "user",
+    type: str = "message",
+    task_id: int | None = None,
+    sink: EventSink | None = None,
+) -> MailMessage:
+    """Deliver one message to `to`'s inbox; durable when it returns.
+
+    Raises:
+        UserError: unknown recipient (naming the team's agents), invalid sender name,
+            empty content, or an unknown message type.
+    """
+    ws.require_agent(config, to)
+    check_sender(sender)
+    if not content.strip():
+        raise UserError("message is empty")
+    try:
+        msg = MailMessage.model_validate(
+            {"from": sender, "to": to, "content": content, "type": type, "task_id": task_id}
+        )
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"invalid message {field}: {err['msg']}") from None
+    MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
+    if sink is not None:
+        sink.emit(
+            DeliveryEvent(agent=to, sender=sender, msg_id=msg.id, kind="sent", msg_type=msg.type)
+        )
+    return msg
+
+
+def broadcast(
+    ws: Workspace,
+    config: TeamConfig,
+    content: str,
+    *,
+    sender: str = "user",
+    sink: EventSink | None = None,
+) -> list[MailMessage]:
+    """Deliver `content` to every agent but the sender, each with its own message id."""
+    check_sender(sender)
+    if not content.strip():
+        raise UserError("message is empty")
+    return [
+        send(ws, config, name, content, sender=sender, type="broadcast", sink=sink)
+        for name in config.names()
+        if name != sender
+    ]

@@ -1,0 +1,304 @@
+"""`team stats`: per-agent and team numbers from `.team/events.db` (DESIGN §8).
+
+The database is opened read-only, so stats can be taken while a team is running (WAL
+readers never block the writer) and a typo'd `--dir` never leaves an empty database behind.
+The tables are those `team.events.schema_sql` makes from the event dataclasses.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from team.errors import UserError
+
+LAYERS = ("micro", "auto", "manual")
+
+# Prompt-cache prices relative to base input tokens (Anthropic: writes cost 1.25x,
+# reads 0.1x). Output tokens are counted as they are: their price ratio depends on the model.
+CACHE_WRITE_PRICE = 1.25
+CACHE_READ_PRICE = 0.1
+
+TABLES = ("model_calls", "compactions", "deliveries", "agent_events")
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Rows:
+    """Every event row, by table, oldest first."""
+
+    model_calls: list[Row] = field(default_factory=list)
+    compactions: list[Row] = field(default_factory=list)
+    deliveries: list[Row] = field(default_factory=list)
+    agent_events: list[Row] = field(default_factory=list)
+
+    def all(self) -> Iterable[Row]:
+        for table in TABLES:
+            yield from getattr(self, table)
+
+    def start(self) -> float | None:
+        """Time of the first event: the zero of every time axis."""
+        return min((r["ts"] for r in self.all() if r.get("ts") is not None), default=None)
+
+    def agents(self) -> list[str]:
+        return sorted({r["agent"] for r in self.all() if r.get("agent")})
+
+    def of(self, agent: str) -> Rows:
+        return Rows(
+            *([r for r in getattr(self, t) if r.get("agent") == agent] for t in TABLES)
+        )
+
+
+def load(db: Path) -> Rows:
+    """Read every event from an events database, without writing to it.
+
+    Raises:
+        UserError: the database does not exist or is not one.
+    """
+    if not db.is_file():
+        raise UserError(f"no events recorded yet: {db} does not exist (run `team up` first)")
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as e:
+        raise UserError(f"cannot open {db}: {e}") from e
+    conn.row_factory = sqlite3.Row
+    try:
+        present = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        rows = Rows()
+        for table in TABLES:
+            # A table appears on the first connect; a database made by an older version
+            # may lack one, which just means nothing of that kind was recorded.
+            if table in present:
+                got = conn.execute(f"SELECT * FROM {table} ORDER BY ts, id").fetchall()
+                setattr(rows, table, [dict(r) for r in got])
+        return rows
+    except sqlite3.Error as e:
+        raise UserError(f"cannot read {db}: {e}") from e
+    finally:
+        conn.close()
+
+
+def billed_input(row: Row) -> float:
+    """Input cost of one call in base-price input tokens."""
+    return (
+        (row.get("input_tokens") or 0)
+        + CACHE_WRITE_PRICE * (row.get("cache_write_tokens") or 0)
+        + CACHE_READ_PRICE * (row.get("cache_read_tokens") or 0)
+    )
+
+
+def context_tokens(row: Row) -> int:
+    """The size of the context one call saw and produced (what auto-compaction watches)."""
+    return sum(
+        row.get(k) or 0
+        for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    )
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th quantile (0..1), linearly interpolated between ranks; None when empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * q
+    lo = math.floor(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@dataclass
+class LayerStats:
+    """Compactions of one layer. Token sums and the ratio cover successful ones only."""
+
+    ok: int = 0
+    failed: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    mean_ratio: float | None = None  # mean of tokens_after / tokens_before
+    results_cleared: int = 0
+
+
+@dataclass
+class GroupStats:
+    """The numbers for one agent, or for the whole team."""
+
+    agent_calls: int
+    summary_calls: int
+    call_errors: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    billed_input: float
+    summary_share: float | None  # summary (billed input + output) / all (billed input + output)
+    compactions: dict[str, LayerStats]
+    mean_retention: float | None
+    retention_samples: int
+    deliveries_sent: int  # messages written to the agent's inbox
+    deliveries_received: int  # messages the agent took in
+    latency_p50: float | None
+    latency_p99: float | None
+    crashes: int
+    restarts: int
+
+
+def _layer_stats(rows: list[Row]) -> LayerStats:
+    ok = [r for r in rows if r.get("success")]
+    ratios = [r["tokens_after"] / r["tokens_before"] for r in ok if (r["tokens_before"] or 0) > 0]
+    return LayerStats(
+        ok=len(ok),
+        failed=len(rows) - len(ok),
+        tokens_before=sum(r["tokens_before"] or 0 for r in ok),
+        tokens_after=sum(r["tokens_after"] or 0 for r in ok),
+        mean_ratio=_mean(ratios),
+        results_cleared=sum(r.get("results_cleared") or 0 for r in ok),
+    )
+
+
+def group_stats(rows: Rows) -> GroupStats:
+    """Compute the numbers for whatever rows are given (one agent's, or everyone's)."""
+    calls = rows.model_calls
+    summary = [r for r in calls if r.get("purpose") == "summary"]
+
+    def cost(rs: list[Row]) -> float:
+        return sum(billed_input(r) + (r.get("output_tokens") or 0) for r in rs)
+
+    total_cost = cost(calls)
+    retentions = [r["retention"] for r in rows.compactions if r.get("retention") is not None]
+    latencies = [
+        r["latency_s"]
+        for r in rows.deliveries
+        if r.get("kind") == "received" and r.get("latency_s") is not None
+    ]
+    kinds = [r.get("kind") for r in rows.agent_events]
+
+    def tokens(key: str) -> int:
+        return sum(r.get(key) or 0 for r in calls)
+
+    return GroupStats(
+        agent_calls=len(calls) - len(summary),
+        summary_calls=len(summary),
+        call_errors=sum(1 for r in calls if r.get("error")),
+        input_tokens=tokens("input_tokens"),
+        output_tokens=tokens("output_tokens"),
+        cache_read_tokens=tokens("cache_read_tokens"),
+        cache_write_tokens=tokens("cache_write_tokens"),
+        billed_input=sum(billed_input(r) for r in calls),
+        summary_share=cost(summary) / total_cost if total_cost else None,
+        compactions={
+            layer: _layer_stats([r for r in rows.compactions if r.get("layer") == layer])
+            for layer in LAYERS
+        },
+        mean_retention=_mean(retentions),
+        retention_samples=len(retentions),
+        deliveries_sent=sum(1 for r in rows.deliveries if r.get("kind") == "sent"),
+        deliveries_received=sum(1 for r in rows.deliveries if r.get("kind") == "received"),
+        latency_p50=percentile(latencies, 0.50),
+        latency_p99=percentile(latencies, 0.99),
+        crashes=kinds.count("crashed"),
+        restarts=kinds.count("restarted"),
+    )
+
+
+@dataclass
+class Stats:
+    agents: dict[str, GroupStats]
+    team: GroupStats
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `team stats --json`: {"agents": {name: {...}}, "team": {...}}."""
+        return {
+            "agents": {name: asdict(s) for name, s in self.agents.items()},
+            "team": asdict(self.team),
+        }
+
+
+def compute(rows: Rows) -> Stats:
+    return Stats(
+        agents={name: group_stats(rows.of(name)) for name in rows.agents()},
+        team=group_stats(rows),
+    )
+
+
+def stats(db: Path) -> Stats:
+    """Load an events database and compute its stats (see `load` for errors)."""
+    return compute(load(db))
+
+
+# -- tables shared by `team stats` and the HTML report --------------------------------------
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+def fmt(value: Any, kind: str = "") -> str:
+    """Human formatting: thousands separators, percentages, seconds; "-" for nothing."""
+    if value is None:
+        return "-"
+    if kind == "%":
+        return f"{100 * value:.1f}%"
+    if kind == "s":
+        return f"{value:.3f}s" if value < 10 else f"{value:.1f}s"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def tables(st: Stats) -> list[Table]:
+    """The stats as three tables (calls and tokens, compactions, deliveries and health)."""
+    groups = [*st.agents.items(), ("TEAM", st.team)]
+    calls = Table(
+        "Model calls and tokens (billed input in base-price tokens: "
+        f"input + {CACHE_WRITE_PRICE}×cache write + {CACHE_READ_PRICE}×cache read)",
+        ["agent", "calls", "summary calls", "errors", "input", "cache write", "cache read",
+         "output", "billed input", "summary share"],
+        [
+            [name, fmt(g.agent_calls), fmt(g.summary_calls), fmt(g.call_errors),
+             fmt(g.input_tokens), fmt(g.cache_write_tokens), fmt(g.cache_read_tokens),
+             fmt(g.output_tokens), fmt(round(g.billed_input)), fmt(g.summary_share, "%")]
+            for name, g in groups
+        ],
+    )
+    comp_rows = []
+    for name, g in groups:
+        for layer, ls in g.compactions.items():
+            if ls.ok or ls.failed:
+                comp_rows.append(
+                    [name, layer, fmt(ls.ok), fmt(ls.failed), fmt(ls.tokens_before),
+                     fmt(ls.tokens_after), fmt(ls.mean_ratio), fmt(ls.results_cleared)]
+                )
+    comps = Table(
+        "Compactions (token sums and ratio over successful ones)",
+        ["agent", "layer", "ok", "failed", "tokens before", "tokens after",
+         "mean after/before", "results cleared"],
+        comp_rows,
+    )
+    health = Table(
+        "Retention, deliveries and health",
+        ["agent", "mean retention", "samples", "sent to inbox", "received", "latency p50",
+         "latency p99", "crashes", "restarts"],
+        [
+            [name, fmt(g.mean_retention, "%"), fmt(g.retention_samples),
+             fmt(g.deliveries_sent), fmt(g.deliveries_received), fmt(g.latency_p50, "s"),
+             fmt(g.latency_p99, "s"), fmt(g.crashes), fmt(g.restarts)]
+            for name, g in groups
+        ],
+    )
+    return [calls, comps, health]

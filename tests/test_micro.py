@@ -1,0 +1,99 @@
+import copy
+
+from helpers import conversation, tool_round
+
+from team.compaction.micro import MicroCompactor
+from team.config import CompactionConfig
+from team.conversation import Message, ToolResultBlock, ToolUseBlock, validate
+
+
+def results(view):
+    return [b for m in view for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def micro(**kw):
+    return MicroCompactor(CompactionConfig(**kw))
+
+
+def test_old_results_become_the_exact_placeholder_and_three_newest_stay():
+    msgs = conversation(6)
+    out = micro().view(msgs)
+    contents = [r.content for r in results(out.view)]
+    assert contents[:3] == ["[Previous: used bash]"] * 3
+    assert all(c.startswith("output of call") for c in contents[3:])
+    assert out.newly_cleared == 3
+    validate(out.view)
+
+
+def test_stored_history_is_unchanged():
+    msgs = conversation(6)
+    before = copy.deepcopy([m.to_dict() for m in msgs])
+    micro().view(msgs)
+    assert [m.to_dict() for m in msgs] == before
+
+
+def test_all_results_of_a_five_call_batch_the_model_has_not_seen_are_kept():
+    msgs = conversation(4)
+    uses = tuple(ToolUseBlock(f"b{i}", "bash", {}) for i in range(5))
+    msgs.append(Message("assistant", uses))
+    msgs.append(
+        Message("user", tuple(ToolResultBlock(f"b{i}", "y" * 500, "bash") for i in range(5)))
+    )
+    view = micro().view(msgs).view
+    batch = results(view)[-5:]
+    assert all(r.content == "y" * 500 for r in batch)
+    # every older result is beyond the 3 newest and has been seen: all replaced
+    assert all(r.content == "[Previous: used bash]" for r in results(view)[:-5])
+
+
+def test_read_file_results_are_never_replaced():
+    msgs = conversation(2)
+    for i in range(10, 16):
+        msgs += tool_round(i, "read_file", "file text " * 50)
+    view = micro().view(msgs).view
+    assert all(r.content == "file text " * 50 for r in results(view) if r.name == "read_file")
+    assert [r.content for r in results(view) if r.name == "bash"] == ["[Previous: used bash]"] * 2
+
+
+def test_results_of_100_chars_or_fewer_are_kept():
+    msgs = [Message.user("go")]
+    for i in range(8):
+        msgs += tool_round(i, "bash", "z" * 100 if i % 2 else "z" * 101)
+    view = micro().view(msgs).view
+    for i, r in enumerate(results(view)[:-3]):
+        assert r.content == ("z" * 100 if i % 2 else "[Previous: used bash]")
+
+
+def test_placeholders_are_stable_and_only_new_ones_are_reported():
+    mc = micro()
+    msgs = conversation(6)
+    assert mc.view(msgs).newly_cleared == 3
+    assert mc.view(msgs).newly_cleared == 0
+    msgs += tool_round(99)
+    again = mc.view(msgs)
+    assert again.newly_cleared == 1
+    assert sum(r.content.startswith("[Previous") for r in results(again.view)) == 4
+
+
+def test_clear_at_least_advances_only_in_big_steps():
+    # each result is ~80 tokens; with clear_at_least=300 the first clear waits for 4 of them
+    mc = micro(clear_at_least=300)
+    msgs = conversation(4, size=300)  # 1 candidate (~80 tokens) beyond the 3 newest
+    assert mc.view(msgs).newly_cleared == 0
+    cleared_steps = []
+    for i in range(4, 16):
+        msgs += tool_round(i)
+        out = mc.view(msgs)
+        if out.newly_cleared:
+            cleared_steps.append((out.newly_cleared, out.tokens_cleared))
+            assert out.tokens_cleared >= 300
+    assert cleared_steps and all(n >= 4 for n, _ in cleared_steps)
+    # between clears the view keeps its prefix byte-identical (so a provider cache survives)
+    msgs += tool_round(100)
+    v1 = mc.view(msgs).view
+    assert v1[: len(msgs) - 2] == mc.view(msgs).view[: len(msgs) - 2]
+
+
+def test_micro_off_sends_everything():
+    msgs = conversation(6)
+    assert micro(micro=False).view(msgs).view == msgs
