@@ -7,6 +7,8 @@ from pathlib import Path
 
 from team.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
 
+USER = "user"
+
 
 @dataclass(frozen=True)
 class Workspace:
@@ -74,7 +76,11 @@ class Workspace:
         return load_config(self.config_path)
 
     def require_agent(self, config: TeamConfig, name: str) -> None:
-        """Unknown agent names are errors, never a silently created inbox."""
-        if name not in config.names():
+        """Unknown agent names are errors, never a silently created inbox.
+
+        `user` is the person at the CLI: agents may write to it (reports, shutdown
+        answers) and `team inbox user` reads it.
+        """
+        if name not in config.names() and name != USER:
             known = ", ".join(config.names())
             raise ConfigError(f"unknown agent {name!r} (this team has: {known})")

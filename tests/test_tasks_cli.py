@@ -75,6 +75,12 @@ def test_assign_unknown_agent_is_one_line_and_creates_nothing(ws: Path) -> None:
     assert not (ws / ".team" / "inbox" / "dave").exists()
 
 
+def test_assign_to_user_is_refused(ws: Path) -> None:
+    r = team("assign", "user", "do it yourself", cwd=ws)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert not list((ws / ".team" / "tasks").glob("*.json"))
+
+
 def test_assign_without_a_team_toml_is_a_clear_error(tmp_path: Path) -> None:
     r = team("assign", "--any", "x", cwd=tmp_path)
     assert r.returncode == 1

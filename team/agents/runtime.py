@@ -69,7 +69,7 @@ class Runtime:
         cfg = self.config.agent(name)
         mailbox = MaildirMailbox(self.ws.inbox_dir(name))
         session = SessionLog(self.ws.session_log(name), fsync=self.fsync)
-        toolbox = Toolbox(self.ws, name, self.config, self.board, sink=self.sink)
+        toolbox = Toolbox(self.ws, name, self.config, self.board, sink=self.sink, stop=self.stop)
         agent_ref: list[Agent] = []
         compactor = Compactor(
             agent=name,

@@ -25,7 +25,7 @@ TASKS = [
 ]
 
 
-def _seed(root: Path) -> None:
+def seed_project(root: Path) -> None:
     """A small project for the team to work on: real files the sim reads and greps."""
     (root / "src").mkdir(parents=True)
     (root / "tests").mkdir()
@@ -69,7 +69,7 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)
     ws.config_path.write_text(render_config("demo", "sim", AGENTS, threshold=threshold))
-    _seed(ws.root)
+    seed_project(ws.root)
     config = ws.load_config()
     board = TaskBoard(ws.tasks_dir)
     for owner, subject in TASKS:

@@ -36,6 +36,10 @@ def assign(
     config = ws.load_config()  # a typo'd --dir must not grow a .team/ somewhere random
     if agent is not None:
         ws.require_agent(config, agent)  # before the task exists: no orphan on a typo
+        if agent not in config.names():  # `user` has an inbox, but no agent would do the work
+            raise UserError(
+                f"tasks are for agents, not {agent!r} (agents: {', '.join(config.names())})"
+            )
     board = TaskBoard(ws.tasks_dir)
     task = board.create(text, owner=agent, created_by="user")
     if agent is None:

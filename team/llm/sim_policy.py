@@ -15,29 +15,23 @@ bounded number of calls even when every tool fails.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from team.conversation import ToolResultBlock, ToolUseBlock
+from team.conversation import ToolUseBlock
 from team.llm.base import ModelRequest
-
-MAIL_RE = re.compile(
-    r'<message from="(?P<sender>[^"]*)" type="(?P<type>[^"]*)" id="(?P<id>[^"]*)"'
-    r'(?: task="(?P<task>\d+)")?[^>]*>\n?(?P<body>.*?)\n?</message>',
-    re.S,
+from team.llm.sim_reading import (
+    BOARD_CHECK,
+    Call,
+    Mail,
+    Situation,
+    read_situation,
 )
-SELF_RE = re.compile(r"You are '(?P<name>[^']+)', role: (?P<role>[^,]+), team: (?P<team>[^.\n]+)\.")
-TEAMMATES_RE = re.compile(r"Teammates:\s*(?P<list>[^\n<]*?)(?:\.\s|\.?\s*Open tasks:|\n|<|\.?$)")
-MATE_RE = re.compile(r"^([a-z][a-z0-9_-]{0,31})\b")
-OPEN_TASKS_RE = re.compile(r"Open tasks:\s*(?P<list>.*?)(?:</identity>|\n|$)", re.S)
-TASK_ITEM_RE = re.compile(r"#(\d+)[:.)]?\s+([^;\n<]*)")
-REMINDER = "Reminder: you still own open tasks:"
+
 RUN_RE = re.compile(r"\brun\s+`([^`\n]{1,200})`", re.I)
 GREP_HIT_RE = re.compile(r"^(?:\./)?([\w.][\w./-]*):\d+:", re.M)
 WC_LINE_RE = re.compile(r"^\s*(\d+)\s+(?:\./)?(\S.*?)\s*$", re.M)
-CLOSED = frozenset({"completed", "complete", "done", "closed", "cancelled", "canceled", "failed"})
 SKIP_DIRS = (".team/", ".transcripts/", ".git/", ".venv/")
 STOPWORDS = frozenset(
     {"the", "this", "that", "with", "from", "into", "task", "file", "files", "please", "make"}
@@ -58,171 +52,12 @@ STEP_TOOLS = {
 MAX_CALLS_PER_TASK = 12  # a hard stop even if a script step is somehow never recognised
 
 
-@dataclass(frozen=True, slots=True)
-class Mail:
-    sender: str
-    type: str
-    id: str
-    task: int | None
-    body: str
-
-    @property
-    def first_line(self) -> str:
-        return _first_line(self.body)
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One earlier tool call of the agent, with its result if the context still has it."""
-
-    index: int  # of the assistant message
-    use: ToolUseBlock
-    result: ToolResultBlock | None
-
-    @property
-    def failed(self) -> bool:
-        r = self.result
-        return r is not None and (r.is_error or r.content.lstrip().lower().startswith("error"))
-
-    @property
-    def output(self) -> str:
-        return "" if self.result is None or self.failed else self.result.content
-
-    @property
-    def task(self) -> int | None:
-        return _as_int(self.use.input.get("task_id"))
-
-
-@dataclass
-class Situation:
-    """What the agent can tell about itself and its work from one request."""
-
-    me: str = "agent"
-    role: str = ""
-    teammates: list[str] = field(default_factory=list)
-    tools: frozenset[str] = frozenset()
-    subjects: dict[int, str] = field(default_factory=dict)
-    owner: dict[int, str] = field(default_factory=dict)  # task id -> "me" or "other"
-    closed: set[int] = field(default_factory=set)
-    listed_open: list[int] = field(default_factory=list)  # unowned, per the latest list_tasks
-    calls: list[Call] = field(default_factory=list)
-    turn_start: int = 0  # index of the last user message that brought new text
-    new_mail: list[Mail] = field(default_factory=list)
-    identity_text: str = ""  # identity blocks and the summaries that follow them
-
-    def open_tasks(self) -> list[int]:
-        return sorted(t for t, o in self.owner.items() if o == "me" and t not in self.closed)
-
-    def subject(self, task: int) -> str:
-        return self.subjects.get(task) or f"task {task}"
-
-
 @dataclass
 class Reply:
     """The next reply: text for the user to read, and tool calls as (name, input)."""
 
     text: str
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-
-def read_situation(request: ModelRequest) -> Situation:
-    """Everything the policy needs, read from the system prompt and the messages."""
-    s = Situation(tools=frozenset(t.name for t in request.tools))
-    if m := SELF_RE.search(request.system):
-        s.me, s.role = m["name"], m["role"].strip()
-    s.teammates = teammates(request.system, s.me)
-    results = {r.tool_use_id: r for m in request.messages for r in m.tool_results()}
-    last = len(request.messages) - 1
-    for i, msg in enumerate(request.messages):
-        if msg.role == "assistant":
-            for use in msg.tool_uses():
-                call = Call(i, use, results.get(use.id))
-                s.calls.append(call)
-                _apply_call(s, call)
-            continue
-        text = msg.text()
-        if not text.strip():
-            continue
-        s.turn_start = i
-        _apply_user_text(s, text, newest=i == last)
-    return s
-
-
-def _apply_user_text(s: Situation, text: str, *, newest: bool) -> None:
-    if "<identity>" in text:
-        s.identity_text += text
-        if s.me == "agent" and (m := SELF_RE.search(text)):
-            s.me = m["name"]
-        if not s.teammates:
-            s.teammates = teammates(text, s.me)
-        if m := OPEN_TASKS_RE.search(text):
-            _own_items(s, m["list"])
-    if REMINDER in text:
-        _own_items(s, text.split(REMINDER, 1)[1])
-    for m in MAIL_RE.finditer(text):
-        mail = Mail(m["sender"], m["type"], m["id"], _as_int(m["task"]), m["body"])
-        if mail.type == "task" and mail.task is not None:
-            s.owner[mail.task] = "me"
-            s.subjects.setdefault(mail.task, mail.first_line[:80])
-        if newest:
-            s.new_mail.append(mail)
-
-
-def _apply_call(s: Situation, call: Call) -> None:
-    name, task = call.use.name, call.task
-    if name == "claim_task" and task is not None and call.result is not None:
-        if not call.failed:
-            s.owner[task] = "me"
-        elif s.owner.get(task) != "me":
-            s.owner[task] = "other"  # somebody else got it first
-    elif name == "complete_task" and task is not None:
-        s.closed.add(task)  # attempted counts: never loop on a completion that fails
-    elif name == "list_tasks" and call.output:
-        _apply_listing(s, call.output)
-
-
-def _apply_listing(s: Situation, output: str) -> None:
-    try:
-        records = json.loads(output)
-    except ValueError:
-        return  # a placeholder or prose: nothing to learn
-    if not isinstance(records, list):
-        return
-    s.listed_open = []
-    for rec in records:
-        if not isinstance(rec, dict) or (task := _as_int(rec.get("id"))) is None:
-            continue
-        if rec.get("subject"):
-            s.subjects[task] = str(rec["subject"])[:80]
-        owner = rec.get("owner") or ""
-        if str(rec.get("status", "")).lower() in CLOSED:
-            s.closed.add(task)
-        elif owner == s.me:
-            s.owner[task] = "me"
-        elif owner:
-            s.owner[task] = "other"
-        else:
-            s.listed_open.append(task)
-
-
-def _own_items(s: Situation, listing: str) -> None:
-    for m in TASK_ITEM_RE.finditer(listing):
-        task = int(m[1])
-        s.owner[task] = "me"
-        if m[2].strip():
-            s.subjects.setdefault(task, m[2].strip()[:80])
-
-
-def teammates(text: str, me: str) -> list[str]:
-    """Names from a `Teammates: bob (tester), carol (reviewer)` line, without `me`."""
-    m = TEAMMATES_RE.search(text)
-    if not m:
-        return []
-    names = []
-    for part in m["list"].split(","):
-        if (n := MATE_RE.match(part.strip())) and n[1] not in (me, "none") and n[1] not in names:
-            names.append(n[1])
-    return names
 
 
 # --- deciding -----------------------------------------------------------------------------
@@ -248,13 +83,17 @@ def _next_step(s: Situation, seed: int) -> tuple[str, list[tuple[str, dict[str, 
         return _task_step(s, task, seed)
     since = max([s.turn_start] + [c.index for c in s.calls if c.use.name == "complete_task"])
     listed = any(c.use.name == "list_tasks" and c.index > since for c in s.calls)
+    # Compacted right after checking the board: checking again would only repeat that, and
+    # under a tight threshold it would never end. New work will arrive as a message.
+    listed = listed or (not s.calls and s.turn_start == 0 and BOARD_CHECK in s.identity_text)
     if not listed and "list_tasks" in s.tools:
-        return "Checking the task board for unclaimed work.", [("list_tasks", {})]
+        return BOARD_CHECK, [("list_tasks", {})]
     tried = {c.task for c in s.calls if c.use.name == "claim_task"}
     free = [t for t in s.listed_open if t not in tried and t not in s.owner and t not in s.closed]
     if free and "claim_task" in s.tools:
         t = min(free)
-        return f"Task #{t} ({s.subject(t)}) is unclaimed; taking it.", [_claim(t)]
+        text = f"{_marker(t, 'claim')}Task #{t} ({s.subject(t)}) is unclaimed; taking it."
+        return text, [_claim(t)]
     return None
 
 
@@ -263,31 +102,50 @@ def _current_task(s: Situation) -> int | None:
     claimed = [c.task for c in s.calls if c.use.name == "claim_task" and c.task in open_tasks]
     if claimed:
         return claimed[-1]  # finish what was started before picking up the next one
+    resumed = [t for t in s.resumed if t in open_tasks]
+    if resumed:
+        return resumed[-1]  # what the agent was doing when its context was compacted
     return open_tasks[0] if open_tasks else None
 
 
 def _task_step(s: Situation, task: int, seed: int) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     done, segment = _progress(s, task)
-    subject = s.subject(task)
-    if done is None:
-        return f"Starting task #{task}: {subject}. Claiming it first.", [_claim(task)]
+    if not done:
+        text = f"Starting task #{task}: {s.subject(task)}. Claiming it first."
+        return _marker(task, "claim") + text, [_claim(task)]
     wanted = [step for step in SCRIPT if _applies(s, step, task, seed)]
     todo = [step for step in wanted if step not in done]
     step = todo[0] if todo and len(segment) < MAX_CALLS_PER_TASK else "finish"
-    return _BUILDERS[step](s, task, segment, seed)
+    text, calls = _BUILDERS[step](s, task, segment, seed)
+    return _marker(task, step) + text, calls
 
 
-def _progress(s: Situation, task: int) -> tuple[set[str] | None, list[Call]]:
-    """Steps already attempted for `task`: the calls after its last claim."""
+def _marker(task: int, step: str) -> str:
+    """The progress line the summariser keeps (see `sim_reading.PROGRESS_RE`)."""
+    return f"Task #{task}, step {SCRIPT.index(step) + 1} of {len(SCRIPT)} ({step}): "
+
+
+def _progress(s: Situation, task: int) -> tuple[set[str], list[Call]]:
+    """Steps already attempted for `task`, and the calls made for it in this context.
+
+    In this context: the calls after its last claim. Before a compaction: the steps up to
+    the last one the agent stated in its progress lines, which the summary carries over.
+    """
+    done = set(SCRIPT[: s.resumed.get(task, 0)])
     starts = [i for i, c in enumerate(s.calls) if c.use.name == "claim_task" and c.task == task]
-    if not starts:
-        return None, []
+    if starts:
+        done.add("claim")
+        first = starts[-1] + 1
+    elif done:
+        first = 0  # resumed after a compaction: the calls since belong to this task
+    else:
+        return done, []
     segment = []
-    for c in s.calls[starts[-1] + 1 :]:
+    for c in s.calls[first:]:
         if c.use.name == "claim_task" and c.task != task:
             break
         segment.append(c)
-    return {"claim"} | {k for c in segment if (k := _kind(c.use))}, segment
+    return done | {k for c in segment if (k := _kind(c.use))}, segment
 
 
 def _kind(use: ToolUseBlock) -> str | None:
@@ -331,7 +189,7 @@ def _step_survey(s: Situation, task: int, segment: list[Call], seed: int):
     listing = "ls -laR . | head -n 250" if _pick(seed, s.me, task, "ls", n=2) else "ls -la"
     excludes = " ".join(f"--exclude-dir={d.rstrip('/')}" for d in SKIP_DIRS)
     grep = f"grep -rnIi {excludes} -e '{word}' . | head -n 80"
-    text = f"Working on task #{task} ({s.subject(task)}): looking around for '{word}'."
+    text = f"Working on {s.subject(task)}. I will look around for '{word}' first."
     return text, [("bash", {"command": listing}), ("bash", {"command": grep})]
 
 
@@ -492,10 +350,6 @@ def _head_lines(text: str, n: int) -> list[str]:
     return [f"    {ln.rstrip()[:160]}" for ln in text.splitlines()[:n]]
 
 
-def _first_line(text: str) -> str:
-    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-
-
 def _join(parts: list[str]) -> str:
     return "\n".join(p for p in parts if p.strip()) or "Okay."
 
@@ -506,10 +360,3 @@ def _pick(seed: int, *key: object, n: int) -> int:
         return 0
     digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
     return int.from_bytes(digest[:8], "big") % n
-
-
-def _as_int(v: Any) -> int | None:
-    try:
-        return int(str(v).lstrip("#"))
-    except (TypeError, ValueError):
-        return None

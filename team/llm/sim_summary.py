@@ -12,7 +12,7 @@ import json
 import re
 
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.sim_policy import MAIL_RE, SELF_RE, TASK_ITEM_RE, teammates
+from team.llm.sim_reading import BOARD_CHECK, MAIL_RE, PROGRESS_RE, SELF_RE, TASK_ITEM_RE, teammates
 
 MAX_CHARS = 7600  # ~1,900 tokens: the ceiling whatever the input
 MIN_CHARS = 900
@@ -30,9 +30,10 @@ FILE_RE = re.compile(
     r"(?:py|md|toml|txt|json|jsonl|yaml|yml|cfg|ini|sh|js|ts|rs|go|c|h|html|css|csv|log)\b"
 )
 ERROR_RE = re.compile(
-    r"(?i)\b(error|exception|traceback|failed|failure|fatal|not found|no such file|denied"
-    r"|invalid|fix(?:ed|es|ing)?)\b"
+    r"(?i)(error|exception|traceback|\bfailed|\bfailure|\bfatal|not found|no such file"
+    r"|denied|\binvalid)"
 )
+FIX_RE = re.compile(r"(?i)\b(fix(?:ed|es|ing)?|workaround|resolved)\b")
 DECISION_RE = re.compile(
     r"(?i)\b(decided?|decision|plan(?:ned)?|going to|instead|chose|choose|will|should|let's)\b"
 )
@@ -54,16 +55,17 @@ def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -
     lines = _lines(text)
     focus = _focus(system)
     words = _focus_words(focus)
-    budget = min(MAX_CHARS, max_tokens * 4, max(MIN_CHARS, len(text) // 15))
+    budget = min(MAX_CHARS, max_tokens * 4, max(MIN_CHARS, len(text) // 12))
 
     def pick(rx: re.Pattern[str] | None, lines_: list[str] = lines) -> list[str]:
         hits = [ln for ln in lines_ if rx is None or rx.search(ln)]
-        return sorted(hits, key=lambda ln: not _matches(ln, words))  # stable: focus first
+        # Stable sort: focus lines first, then prose before raw tool output, else in order.
+        return sorted(hits, key=lambda ln: (not _matches(ln, words), not _prose(ln)))
 
     tasks = _tasks(text)
     names = _names(system + "\n" + text)
     mails = [m for m in MAIL_RE.finditer(text)]
-    paths = list(dict.fromkeys(m[0].lstrip("./") or m[0] for m in FILE_RE.finditer(text)))
+    paths = _paths(text, words)
 
     sections: list[tuple[str, list[str], list[str]]] = []  # heading, always, optional
     focus_lines = [ln for ln in lines if ln.lower().startswith("focus:")]
@@ -78,15 +80,22 @@ def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -
     asked = pick(ASK_RE)
     sections.append(("Request and intent", who, asks + asked))
     sections.append(("Decisions", [], pick(DECISION_RE)))
-    shown = ", ".join(paths[:25]) + (f" (+{len(paths) - 25} more)" if len(paths) > 25 else "")
+    shown = ", ".join(paths[:12]) + (f" (+{len(paths) - 12} more)" if len(paths) > 12 else "")
     files_always = [f"Paths: {shown}"] if paths else ["Paths: none mentioned"]
     sections.append(("Files", files_always, pick(FILE_RE)))
-    sections.append(("Errors and fixes", [], pick(ERROR_RE)))
+    fixes = [ln for ln in pick(FIX_RE) if not ERROR_RE.search(ln)]
+    sections.append(("Errors and fixes", [], pick(ERROR_RE) + fixes))
     sections.append(("Messages from teammates", *_mail_lines(mails, names)))
     sections.append(("Pending tasks", _task_lines(tasks, text), []))
-    tail = [ln for ln in lines if len(ln) > 20][-8:]
-    sections.append(("Current work", tail[-2:], list(reversed(tail[:-2]))))
+    tail = [ln for ln in lines if _prose(ln)][-8:]
+    progress = {int(m[1]): ln for ln in lines for m in PROGRESS_RE.finditer(ln)}
+    done = _done(text)
+    # Where each unfinished task stands, kept whatever the budget: the agent resumes there.
+    now = [ln for t, ln in progress.items() if t not in done][-6:] + tail[-1:]
+    now += [ln for ln in lines if BOARD_CHECK in ln][-1:]
+    sections.append(("Current work", now, list(reversed(tail[:-1]))))
     open_ids = [t for t in tasks if t not in _done(text)]
+    open_ids.sort(key=lambda t: not _matches(f"#{t}", words))
     nxt = (
         f"Continue task #{open_ids[0]} ({tasks[open_ids[0]] or 'see above'})"
         if open_ids
@@ -102,16 +111,18 @@ def _render(header: str, sections: list[tuple[str, list[str], list[str]]], budge
     """Always-lines first; then optional lines round-robin until the budget is spent."""
     seen: set[str] = set()
     chosen: list[list[str]] = []
-    for _, always, _ in sections:
-        kept = [ln for ln in always if ln not in seen]
-        seen.update(kept)
+    for heading, always, _ in sections:
+        kept = [ln for ln in dict.fromkeys(always) if ln not in seen]
+        if heading != "Focus":  # the focus section may repeat lines: it exists to put them first
+            seen.update(kept)
         chosen.append(kept)
     used = len(header) + sum(len(h) + 5 for h, _, _ in sections)
     used += sum(len(ln) + 3 for lines in chosen for ln in lines)
     queues = [list(optional) for _, _, optional in sections]
     while used < budget and any(queues):
         for i, q in enumerate(queues):
-            while q and q[0] in seen:
+            focus = sections[i][0] == "Focus"
+            while q and q[0] in seen and not focus:
                 q.pop(0)
             if not q or len(chosen[i]) >= 12:
                 q.clear()
@@ -119,7 +130,8 @@ def _render(header: str, sections: list[tuple[str, list[str], list[str]]], budge
             ln = q.pop(0)
             if used + len(ln) + 3 > budget:
                 continue
-            seen.add(ln)
+            if not focus:
+                seen.add(ln)
             chosen[i].append(ln)
             used += len(ln) + 3
     out = [header]
@@ -148,18 +160,37 @@ def _texts(messages: list[Message]) -> list[str]:
     return out
 
 
+SKIP_PREFIXES = ("<message", "</", "## ", "[sim] Extractive summary", "(nothing in this segment)")
+
+
 def _lines(text: str) -> list[str]:
     seen: set[str] = set()
     out = []
     for raw in text.splitlines():
         ln = " ".join(raw.split())
-        if len(ln) < 4 or not re.search(r"[A-Za-z]", ln) or ln.startswith(("<message", "</")):
+        if ln.startswith(("- ", "[sim] Extractive summary")):  # an earlier summary's bullet
+            ln = ln.removeprefix("- ")
+        if len(ln) < 4 or not re.search(r"[A-Za-z]", ln) or ln.startswith(SKIP_PREFIXES):
             continue
         ln = ln if len(ln) <= LINE_CHARS else ln[: LINE_CHARS - 3] + "..."
         if ln not in seen:
             seen.add(ln)
             out.append(ln)
     return out
+
+
+def _prose(line: str) -> bool:
+    """Sentences rather than raw tool output: at least four words."""
+    return len(re.findall(r"\b[A-Za-z]{2,}\b", line)) >= 4
+
+
+def _paths(text: str, words: list[re.Pattern[str]]) -> list[str]:
+    """File paths, focus matches first, then the most mentioned."""
+    counts: dict[str, int] = {}
+    for m in FILE_RE.finditer(text):
+        p = m[0].removeprefix("./")
+        counts[p] = counts.get(p, 0) + 1
+    return sorted(counts, key=lambda p: (not _matches(p, words), -counts[p]))
 
 
 def _focus(system: str) -> str:

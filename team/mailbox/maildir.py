@@ -63,40 +63,6 @@ class Entry:
 class Mailbox(Protocol):
     """What an agent needs from its inbox; `MaildirMailbox` is the one on disk."""
 
-    def deliver(self, msg: MailMessage) -> Path: ...
-    def receive(self) -> list[Claimed]: ...
-    def _claim_new(self) -> dict[str, Path]:
-        """Move what is in `new/` to `cur/`, never a sender's message before its elders.
-
-        A directory listing may skip entries created while it runs (POSIX leaves it
-        unspecified; ext4 lists in hash order), so it can return a sender's message 7
-        but not its message 6, delivered a moment before. So a pass takes only files
-        stamped before the listing began: all of those existed when it began, and so did
-        everything their senders had sent earlier. Later stamps wait for the next pass.
-        """
-        claimed: dict[str, Path] = {}
-        held: set[str] = set()
-        for _ in range(CLAIM_PASSES):
-            began = time.time_ns()
-            late = set()
-            for entry in self._scan(self.new_dir):
-                # A file held back last pass yet still stamped ahead of this one was not
-                # in flight: its writer's clock runs ahead. Take it rather than wait.
-                if _stamp(entry.key) >= began and entry.key not in held:
-                    late.add(entry.key)
-                    continue
-                target = self.cur_dir / entry.key
-                try:
-                    # No fsync: if a crash undoes the claim, the file is back in new/.
-                    os.rename(entry.path, target)
-                except FileNotFoundError:
-                    continue
-                claimed[entry.key] = target
-            if not late:
-                break
-            held = late
-        return claimed
-
     def done(self, claimed: Claimed) -> None: ...
     def pending(self) -> list[MailMessage]: ...
     def has_pending(self) -> bool: ...
@@ -254,23 +220,33 @@ class MaildirMailbox:
             held = late
         return claimed
 
-    def done(self, claimed: Claimed) -> None:
-        """Mark a claimed message processed; durable when it returns, idempotent."""
-        if self._mark_done(claimed):
-            _fsync_dir(self.cur_dir)
+    def done(self, claimed: Claimed, *, sync: bool = True) -> None:
+        """Mark a claimed message processed; idempotent.
 
-    def done_many(self, claims: list[Claimed]) -> None:
-        """`done` for many messages with one directory fsync."""
-        if any([self._mark_done(c) for c in claims]):
-            _fsync_dir(self.cur_dir)
-
-    def _mark_done(self, claimed: Claimed) -> bool:
+        Args:
+            claimed: from `receive`.
+            sync: fsync `cur/` so the mark survives a power cut before returning. Pass
+                False to mark many and `sync()` once; other processes see the mark
+                either way.
+        """
         target = claimed.path.with_name(claimed.path.name + DONE_SUFFIX)
         try:
             os.rename(claimed.path, target)
         except FileNotFoundError:
-            return False  # already done (or quarantined): nothing to do
-        return True
+            return  # already done (or quarantined): nothing to do
+        if sync:
+            _fsync_dir(self.cur_dir)
+
+    def done_many(self, claims: list[Claimed]) -> None:
+        """`done` for many messages with one directory fsync."""
+        for c in claims:
+            self.done(c, sync=False)
+        self.sync()
+
+    def sync(self) -> None:
+        """Make every `done(sync=False)` so far durable."""
+        if self.cur_dir.exists():
+            _fsync_dir(self.cur_dir)
 
     def clean_tmp(self, older_than: float = 3600.0) -> int:
         """Delete files in `tmp/` older than `older_than` seconds: writers killed mid-write.

@@ -1,0 +1,159 @@
+"""The agent loop with a scripted model, real inboxes, a real task board and a real session log."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from team.agents.runtime import Runtime
+from team.config import render_config
+from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.events import AgentEvent, MemorySink
+from team.llm.base import ModelError
+from team.llm.scripted import ScriptedModel, reply
+from team.llm.sim import SimModel
+from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.tasks import TaskBoard
+from team.workspace import Workspace
+
+
+def workspace(tmp_path) -> Workspace:
+    ws = Workspace.at(tmp_path)
+    ws.config_path.write_text(render_config("t", "sim", [("alice", "coder"), ("bob", "tester")]))
+    return ws
+
+
+def runtime(ws, model, sink=None) -> Runtime:
+    return Runtime(ws, ws.load_config(), model, sink or MemorySink(), poll_s=0.05)
+
+
+def deliver(ws, to, content, sender="bob", type="message"):
+    msg = MailMessage(sender=sender, to=to, content=content, type=type)
+    MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
+    return msg
+
+
+def bash(i, cmd="echo hi"):
+    return ToolUseBlock(f"toolu_{i}", "bash", {"command": cmd})
+
+
+def test_a_message_arriving_mid_tool_loop_reaches_the_next_call(tmp_path):
+    ws = workspace(tmp_path)
+
+    def first(request):
+        deliver(ws, "alice", "ping from bob")  # lands while the tool loop runs
+        return reply(bash(1))
+
+    model = ScriptedModel([first, reply("done")])
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "start", sender="user")
+    assert agent.has_work()
+    agent.turn()
+    second = model.requests[1].messages[-1]
+    assert isinstance(second.content[0], ToolResultBlock)
+    assert "ping from bob" in second.content[-1].text and 'from="bob"' in second.content[-1].text
+    validate(model.requests[1].messages)
+    assert MaildirMailbox(ws.inbox_dir("alice")).pending() == []
+
+
+def test_an_agent_that_stops_with_open_tasks_is_reminded_once(tmp_path):
+    ws = workspace(tmp_path)
+    board = TaskBoard(ws.tasks_dir)
+    task = board.create("Fix the parser", owner="alice")
+    model = ScriptedModel([reply("I'll get to it"), reply("still later")])
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "hello", sender="user")
+    agent.has_work()
+    agent.turn()
+    assert len(model.requests) == 2
+    reminder = model.requests[1].messages[-1].text()
+    assert reminder.startswith("Reminder: you still own open tasks:") and f"#{task.id}" in reminder
+    assert not agent.has_work()  # then it waits for new input
+
+
+def test_an_idle_agent_claims_an_open_task(tmp_path):
+    ws = workspace(tmp_path)
+    board = TaskBoard(ws.tasks_dir)
+    board.create("Write docs")
+    model = ScriptedModel([reply("on it")], default=reply("ok"))
+    agent = runtime(ws, model).build_agent("alice")
+    assert agent.has_work()
+    assert board.list()[0].owner == "alice" and board.list()[0].status == "in_progress"
+    agent.turn()
+    assert "You claimed open task #1: Write docs" in model.requests[0].messages[-1].text()
+
+
+def test_a_tool_call_cut_off_by_a_crash_gets_an_interrupted_result(tmp_path):
+    ws = workspace(tmp_path)
+    rt = runtime(ws, ScriptedModel([reply(bash(1)), reply("x")]))
+    agent = rt.build_agent("alice")
+    deliver(ws, "alice", "go", sender="user")
+    agent.has_work()
+    agent.step()  # the model asked for bash; the process dies before running it
+    agent.session.close()
+    model = ScriptedModel([reply("I will run it again")])
+    rt2 = runtime(ws, model)
+    again = rt2.build_agent("alice")
+    again.resume()
+    assert again.has_work()
+    again.turn()
+    msgs = model.requests[0].messages
+    validate(msgs)
+    result = msgs[-1].content[0]
+    assert isinstance(result, ToolResultBlock) and result.is_error and "Interrupted" in result.content
+    assert msgs[0].text().endswith("go\n</message>")
+
+
+def test_a_failed_model_call_changes_nothing_and_is_retried(tmp_path):
+    ws = workspace(tmp_path)
+    model = ScriptedModel([ModelError("529 overloaded"), reply("fine now")])
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "go", sender="user")
+    agent.has_work()
+    agent.turn()  # fails: the turn ends, the history is as it was
+    assert [m.role for m in agent.history.messages] == ["user"]
+    assert agent.has_work()
+    agent.turn()
+    assert model.requests[0].messages == model.requests[1].messages
+    assert agent.history.messages[-1] == Message("assistant", (TextBlock("fine now"),))
+
+
+def test_shutdown_is_answered_in_the_requesters_inbox(tmp_path):
+    ws = workspace(tmp_path)
+    rt = runtime(ws, SimModel())
+    rt.start()
+    try:
+        time.sleep(0.2)
+        rt.request_stop()
+        assert rt.wait(timeout=20)
+    finally:
+        rt.close()
+    answers = MaildirMailbox(ws.inbox_dir("user")).pending()
+    assert sorted(m.sender for m in answers) == ["alice", "bob"]
+    assert all(m.type == "shutdown_response" for m in answers)
+
+
+def test_a_crashed_agent_thread_is_restarted_and_finishes(tmp_path):
+    ws = workspace(tmp_path)
+    sim = SimModel()
+    crashed = threading.Event()
+
+    def flaky(request):
+        if request.agent == "alice" and not crashed.is_set():
+            crashed.set()
+            raise RuntimeError("bug in a collaborator")
+        return sim.complete(request)
+
+    sink = MemorySink()
+    TaskBoard(ws.tasks_dir).create("Count lines in team.toml", owner="alice")
+    deliver(ws, "alice", "Count lines in team.toml", sender="user", type="task")
+    rt = runtime(ws, ScriptedModel(default=flaky), sink)
+    rt.start()
+    try:
+        assert rt.wait(until_idle=True, idle_grace=0.3, timeout=60)
+    finally:
+        rt.close()
+    kinds = [e.kind for e in sink.of(AgentEvent) if e.agent == "alice"]
+    assert "crashed" in kinds and "restarted" in kinds
+    assert TaskBoard(ws.tasks_dir).all_done()

@@ -1,0 +1,157 @@
+"""End to end through the real `anthropic` SDK against a local, strict Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+import sim_responder
+from conftest import run_team
+from fakeapi import FakeMessagesAPI
+from teamrun import (
+    assign,
+    check_every_task_completed,
+    check_identity_after_every_compaction,
+    check_messages_exactly_once,
+    check_transcripts_hold_full_text,
+    events,
+    make_workspace,
+    session_records,
+    start_up,
+    wait_for,
+)
+
+NAMES = ["alice", "bob", "carol"]
+MODEL = "claude-sonnet-4-5"
+
+pytestmark = pytest.mark.slow
+
+
+def api_env(api: FakeMessagesAPI) -> dict:
+    return {"ANTHROPIC_API_KEY": "sk-test-not-real", "ANTHROPIC_BASE_URL": api.url}
+
+
+def tool_results_sent(api: FakeMessagesAPI) -> list[str]:
+    return [
+        b["content"] if isinstance(b["content"], str) else json.dumps(b["content"])
+        for req in api.requests
+        for m in req["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+
+
+def run_full_team(tmp_path, api):
+    ws = make_workspace(tmp_path / "ws", MODEL)
+    assign(ws, "alice", "Review src/inventory.py and list its functions")
+    assign(ws, "bob", "Check tests/test_inventory.py covers every function")
+    assign(ws, "--any", "Count the lines of every Python file under src/")
+    proc = start_up(ws, api_env(api))
+    wait_for(lambda: len(api.requests) >= 5, what="the team to start calling the model")
+    # work that arrives while the team is up
+    assign(ws, "carol", "Read docs/notes.md and summarise the open questions")
+    assign(ws, "--any", "Find every TODO in the project")
+    r = run_team("send", "bob", "Please also look at src/pricing.py", "--dir", str(ws.root))
+    assert r.returncode == 0, r.stderr
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    return ws, out, err
+
+
+def test_a_three_agent_team_through_the_sdk(tmp_path):
+    with FakeMessagesAPI(sim_responder.respond) as api:
+        ws, out, err = run_full_team(tmp_path, api)
+        assert api.rejections == [], [c.error for c in api.rejections]
+        assert "Traceback" not in err
+        sent = tool_results_sent(api)
+    assert any(s.startswith("[Previous: used ") for s in sent), "micro never placed a placeholder"
+    check_every_task_completed(ws)
+    assert check_messages_exactly_once(ws, NAMES) >= 6
+    assert check_identity_after_every_compaction(ws, NAMES) >= 1
+    assert check_transcripts_hold_full_text(ws, NAMES) >= 1
+    layers = dict(events(ws, "select layer, count(*) from compactions where success group by 1"))
+    assert layers.get("micro", 0) >= 1 and layers.get("auto", 0) >= 1 and layers.get("manual", 0) >= 1
+    # every agent sent a cache breakpoint and got cache reads back from the server
+    reads = events(ws, "select sum(cache_read_tokens) from model_calls where purpose='agent'")
+    assert reads[0][0] > 0
+    assert "tasks:" in out and "completed" in out
+
+
+def test_the_team_finishes_when_a_fifth_of_calls_fail(tmp_path):
+    with FakeMessagesAPI(sim_responder.respond, failure_rate=0.2, seed=7) as api:
+        ws, out, err = run_full_team(tmp_path, api)
+        injected = sum(1 for c in api.calls if c.injected)
+        assert api.rejections == [] or all(c.injected for c in api.rejections)
+    assert injected >= 10
+    check_every_task_completed(ws)
+    check_messages_exactly_once(ws, NAMES)
+    assert events(ws, "select count(*) from agent_events where kind='crashed'") == [(0,)]
+
+
+def test_kill_9_in_the_middle_then_resume(tmp_path):
+    sim_responder.DELAY["s"] = 0.02
+    try:
+        with FakeMessagesAPI(sim_responder.respond) as api:
+            ws = make_workspace(tmp_path / "ws", MODEL)
+            for owner, subject in [
+                ("alice", "Review src/inventory.py and list its functions"),
+                ("bob", "Check tests/test_inventory.py covers every function"),
+                ("carol", "Read docs/notes.md and summarise the open questions"),
+                ("--any", "Find every TODO in the project"),
+            ]:
+                assign(ws, owner, subject)
+            proc = start_up(ws, api_env(api))
+            wait_for(lambda: len(api.requests) >= 25, what="the run to get going")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=10)
+            before = {n: session_records(ws, n) for n in NAMES}
+            calls_before = len(api.requests)
+            r = run_team("send", "alice", "One more thing: check src/pricing.py", "--dir", str(ws.root))
+            assert r.returncode == 0
+            proc = start_up(ws, api_env(api))
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err
+            assert api.rejections == [], [c.error for c in api.rejections]
+            after_requests = api.requests[calls_before:]
+    finally:
+        sim_responder.DELAY["s"] = 0.0
+    check_every_task_completed(ws)
+    check_messages_exactly_once(ws, NAMES)
+    for name in NAMES:
+        old = before[name]
+        new = session_records(ws, name)
+        assert new[: len(old)] == old, f"{name}'s log was rewritten"
+        if any(r["t"] == "assistant" for r in old) and not any(
+            r["t"] == "compaction" for r in new[len(old):]
+        ):
+            # it continued its conversation: the first request after the restart carries
+            # what it said before the kill
+            said = [r["message"] for r in old if r["t"] == "assistant"][-1]
+            mine = [q for q in after_requests if f"You are '{name}'" in json.dumps(q.get("system"))
+                    and q.get("tools")]
+            assert mine, f"{name} made no call after the restart"
+            assert any(m["role"] == "assistant" and _same(m, said) for m in mine[0]["messages"])
+
+
+def _same(api_msg: dict, stored: dict) -> bool:
+    def strip(blocks):
+        return [{k: v for k, v in b.items() if k not in ("cache_control", "name")} for b in blocks]
+
+    return strip(api_msg["content"]) == strip(stored["content"])
+
+
+def test_no_api_key_points_at_the_sim(tmp_path):
+    ws = make_workspace(tmp_path / "ws", MODEL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    r = run_team("up", "--until-idle", "--dir", str(ws.root), env=None) if False else None
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "team", "up", "--dir", str(ws.root)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in r.stderr and "--model sim" in r.stderr
+    assert not ws.lock_path.exists() or not ws.events_db.exists()

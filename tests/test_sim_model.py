@@ -1,0 +1,478 @@
+"""SimModel acts like an agent: valid, deterministic replies that finish tasks.
+
+A tiny loop in this file plays the runtime's part: it executes the sim's tool calls
+against a fake board and file store, compacts when asked (with the sim as summariser),
+and reminds once, so whole task runs can be checked without the real agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+from team.conversation import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    append_user,
+    validate,
+)
+from team.llm.base import ModelRequest, ModelResponse, ToolSpec
+from team.llm.sim import SimModel
+from team.mailbox.message import MailMessage
+
+TOOL_NAMES = [
+    "bash",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "compact",
+    "send_message",
+    "broadcast",
+    "read_inbox",
+    "list_tasks",
+    "claim_task",
+    "complete_task",
+    "idle",
+]
+TOOLS = [ToolSpec(n, f"the {n} tool", {"type": "object", "properties": {}}) for n in TOOL_NAMES]
+MATES = {"alice": "coder", "bob": "tester", "carol": "reviewer"}
+FILES = {
+    "src/parser.py": "\n".join(f"def parse_{i}(text):  # parser step {i}" for i in range(80)),
+    "src/lexer.py": "import parser\n" * 20,
+    "README.md": "# demo\nA parser and a lexer.\n",
+}
+
+
+def system_for(agent: str) -> str:
+    mates = ", ".join(f"{n} ({r})" for n, r in MATES.items() if n != agent)
+    return (
+        f"You are '{agent}', role: {MATES[agent]}, team: demo.\nTeammates: {mates}\n"
+        "Use the tools to do your tasks."
+    )
+
+
+def task_message(agent: str, task: int, subject: str) -> str:
+    mail = MailMessage(sender="user", to=agent, type="task", task_id=task, content=subject)
+    return mail.as_prompt()
+
+
+@dataclass
+class World:
+    """Fake tools: a task board and a file store; every call is recorded."""
+
+    agent: str
+    tasks: dict[int, dict] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=lambda: dict(FILES))
+    fail_all: bool = False
+    calls: list[ToolUseBlock] = field(default_factory=list)
+
+    def add_task(self, task: int, subject: str, owner: str | None = None) -> None:
+        self.tasks[task] = {"id": task, "subject": subject, "status": "pending", "owner": owner}
+
+    def open_tasks(self) -> list[dict]:
+        return [
+            t
+            for t in self.tasks.values()
+            if t["owner"] == self.agent and t["status"] != "completed"
+        ]
+
+    def run(self, use: ToolUseBlock) -> ToolResultBlock:
+        self.calls.append(use)
+        if self.fail_all:
+            return ToolResultBlock(use.id, f"error: {use.name} is broken", use.name, True)
+        try:
+            out = self._run(use.name, use.input)
+        except (KeyError, ValueError) as e:
+            return ToolResultBlock(use.id, f"error: {e}", use.name, True)
+        return ToolResultBlock(use.id, out, use.name)
+
+    def _run(self, name: str, args: dict) -> str:
+        if name == "bash":
+            cmd = args["command"]
+            if "grep" in cmd:  # several KB, so compaction has something to work on
+                return "".join(f"./src/parser.py:{i}:def parse_{i}(text):\n" for i in range(80))
+            if "wc -l" in cmd:
+                return "".join(f"  {len(t.splitlines())} ./{p}\n" for p, t in self.files.items())
+            return "total 3\n" + "".join(f"-rw-r--r-- 1 u u 10 Jan 1 00:00 {p}\n" for p in FILES)
+        if name == "read_file":
+            return self.files[args["path"]]
+        if name == "write_file":
+            self.files[args["path"]] = args["content"]
+            return f"wrote {len(args['content'])} chars"
+        if name == "edit_file":
+            text = self.files[args["path"]]
+            if args["old_text"] not in text:
+                raise ValueError("old_text not found")
+            self.files[args["path"]] = text.replace(args["old_text"], args["new_text"], 1)
+            return "edited"
+        if name == "claim_task":
+            task = self.tasks[int(args["task_id"])]
+            if task["owner"] not in (None, self.agent):
+                raise ValueError(f"task {task['id']} is owned by {task['owner']}")
+            task.update(owner=self.agent, status="in_progress")
+            return f"claimed task {task['id']}"
+        if name == "complete_task":
+            task = self.tasks[int(args["task_id"])]
+            task.update(status="completed", result=args.get("result"))
+            return f"completed task {task['id']}"
+        if name == "list_tasks":
+            return json.dumps(list(self.tasks.values()))
+        return f"ok: {name}"
+
+
+def render(messages: list[Message]) -> str:
+    """A segment as text, the way a compactor hands it to the summariser."""
+    lines = []
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                lines.append(f"[{m.role} tool_use {b.name}] {json.dumps(b.input)}")
+            elif isinstance(b, ToolResultBlock):
+                lines.append(f"[tool_result {b.name}] {b.content}")
+            else:
+                lines.append(f"[{m.role}] {b.text}")
+    return "\n".join(lines)
+
+
+def summary_request(agent: str, segment: str, focus: str | None = None) -> ModelRequest:
+    system = (
+        f"You summarise the work of agent '{agent}'. Write a structured summary with sections: "
+        "request and intent, decisions, files, errors and fixes, messages from teammates, "
+        "pending tasks with ids, current work, next step."
+    )
+    if focus:
+        system += f"\nFocus: {focus}"
+    return ModelRequest(
+        system=system,
+        messages=[Message.user(segment)],
+        tool_choice="none",
+        purpose="summary",
+        agent=agent,
+    )
+
+
+def compact(
+    model: SimModel, world: World, messages: list[Message], focus: str | None
+) -> list[Message]:
+    summary = model.complete(summary_request(world.agent, render(messages), focus))
+    mates = ", ".join(f"{n} ({r})" for n, r in MATES.items() if n != world.agent)
+    tasks = "; ".join(f"#{t['id']} {t['subject']}" for t in world.open_tasks()) or "none"
+    identity = (
+        f"<identity>You are '{world.agent}', role: {MATES[world.agent]}, team: demo. "
+        f"Teammates: {mates}. Open tasks: {tasks}</identity>"
+    )
+    layer = "manual" if focus is not None else "auto"
+    path = f".transcripts/{world.agent}/0001-20250101T000000Z-{layer}.jsonl"
+    text = f"{identity}\n\n{summary.message().text()}\n\nTranscript: {path}"
+    return [Message.user(text)]
+
+
+@dataclass
+class Run:
+    replies: list[ModelResponse]
+    messages: list[Message]
+    compactions: int = 0
+
+
+def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every: int = 0) -> Run:
+    """Play the agent loop until the sim ends its turn with nothing left (or `limit`).
+
+    `auto_every` > 0 compacts (as the auto layer would) after every that many replies.
+    """
+    messages = [Message.user(first)]
+    run = Run([], messages)
+    reminded = False
+    for _ in range(limit):
+        validate(messages)
+        request = ModelRequest(
+            system=system_for(world.agent),
+            messages=list(messages),
+            tools=TOOLS,
+            agent=world.agent,
+            cache_breakpoints=(len(messages) - 1,),
+        )
+        reply = model.complete(request)
+        run.replies.append(reply)
+        assert reply.message().text().strip(), "every reply carries some text"
+        messages.append(reply.message())
+        uses = reply.message().tool_uses()
+        if not uses:
+            assert reply.stop_reason == "end_turn"
+            validate([*messages, Message.user("next")])
+            if world.open_tasks() and not reminded:
+                reminded = True
+                listed = "; ".join(f"#{t['id']} {t['subject']}" for t in world.open_tasks())
+                append_user(messages, TextBlock(f"Reminder: you still own open tasks: {listed}"))
+                continue
+            run.messages = messages
+            return run
+        assert reply.stop_reason == "tool_use"
+        results = [
+            ToolResultBlock(u.id, "compacting", u.name) if u.name == "compact" else world.run(u)
+            for u in uses
+        ]
+        append_user(messages, *results)
+        for u in uses:
+            if u.name == "compact":
+                world.calls.append(u)
+                messages = compact(model, world, messages, u.input.get("focus", ""))
+                run.compactions += 1
+        if auto_every and len(run.replies) % auto_every == 0:
+            messages = compact(model, world, messages, None)
+            run.compactions += 1
+    raise AssertionError(f"the sim did not finish within {limit} calls")
+
+
+def names(world: World) -> list[str]:
+    return [c.name for c in world.calls]
+
+
+def test_same_request_same_reply() -> None:
+    world = World("alice")
+    world.add_task(3, "Fix the parser crash", owner="alice")
+    run = drive(SimModel(), world, task_message("alice", 3, "Fix the parser crash"))
+    fresh = SimModel()
+    for i in range(1, len(run.messages), 2):  # replay every request the run made
+        request = ModelRequest(
+            system=system_for("alice"),
+            messages=run.messages[:i],
+            tools=TOOLS,
+            agent="alice",
+            cache_breakpoints=(i - 1,),
+        )
+        assert fresh.complete(request).content == run.messages[i].content
+        assert SimModel().complete(request) == SimModel().complete(request)
+
+
+def test_finishes_an_assigned_task_with_real_tool_calls() -> None:
+    world = World("alice")
+    world.add_task(3, "Fix the parser crash", owner="alice")
+    run = drive(SimModel(seed=1), world, task_message("alice", 3, "Fix the parser crash"))
+    calls = names(world)
+    assert calls[0] == "claim_task"
+    assert {"bash", "read_file", "write_file", "send_message", "complete_task"} <= set(calls)
+    assert len(run.replies) <= 15
+    assert world.tasks[3]["status"] == "completed"
+    notes = world.files["notes/alice-task-3.md"]
+    assert "Task #3" in notes and "Status: done" in notes
+    told = [c.input for c in world.calls if c.name == "send_message"]
+    assert told and all(t["to"] in ("bob", "carol") for t in told)
+    read = [c.input["path"] for c in world.calls if c.name == "read_file"]
+    assert read and read[0] in FILES  # a file it found, not a made-up one
+    assert run.replies[-1].stop_reason == "end_turn"
+    assert any(len(r.content) > 2 for r in run.replies), "sometimes calls tools in parallel"
+
+
+def test_tool_use_ids_are_unique_and_results_come_back_valid() -> None:
+    world = World("bob")
+    world.add_task(5, "Write tests for the lexer", owner="bob")
+    run = drive(SimModel(), world, task_message("bob", 5, "Write tests for the lexer"))
+    ids = [u.id for m in run.messages for u in m.tool_uses()]
+    assert len(ids) == len(set(ids)) > 0
+    assert all(re.fullmatch(r"toolu_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_finishes_even_when_every_tool_fails() -> None:
+    world = World("alice", fail_all=True)
+    world.add_task(7, "Refactor the lexer", owner="alice")
+    run = drive(SimModel(), world, task_message("alice", 7, "Refactor the lexer"))
+    assert len(run.replies) <= 15
+    assert "complete_task" in names(world)
+    assert names(world).count("complete_task") == 1
+
+
+def test_compacts_now_and_then_and_still_finishes_every_task() -> None:
+    compacted = 0
+    for task in range(1, 10):
+        world = World("carol")
+        world.add_task(task, f"Review parser change {task}", owner="carol")
+        model = SimModel()
+        run = drive(model, world, task_message("carol", task, f"Review parser change {task}"))
+        assert world.tasks[task]["status"] == "completed"
+        focus = [c.input for c in world.calls if c.name == "compact"]
+        assert focus in ([], [{"focus": f"task #{task}"}]), "at most once per task"
+        compacted += run.compactions
+    assert 0 < compacted < 9  # now and then, not always
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_resumes_after_compaction_instead_of_starting_over(every: int) -> None:
+    world = World("alice")
+    world.add_task(3, "Fix the parser crash", owner="alice")
+    world.add_task(4, "Speed up the lexer", owner="alice")
+    first = task_message("alice", 3, "Fix the parser crash")
+    first += "\n" + task_message("alice", 4, "Speed up the lexer")
+    run = drive(SimModel(), world, first, limit=40, auto_every=every)
+    assert world.tasks[3]["status"] == world.tasks[4]["status"] == "completed"
+    assert run.compactions >= 4
+    assert names(world).count("claim_task") == 2, "no task was started over"
+    assert names(world).count("complete_task") == 2
+
+
+def test_idle_agent_lists_tasks_and_claims_an_unowned_one() -> None:
+    world = World("bob")
+    world.add_task(1, "Done already", owner="alice")
+    world.tasks[1]["status"] = "completed"
+    world.add_task(2, "Taken by carol", owner="carol")
+    world.add_task(4, "Document the lexer")
+    broadcast = MailMessage(sender="alice", to="bob", type="broadcast", content="New tasks up")
+    drive(SimModel(), world, broadcast.as_prompt())
+    calls = names(world)
+    assert calls[:2] == ["list_tasks", "claim_task"]
+    assert world.tasks[4] == {**world.tasks[4], "owner": "bob", "status": "completed"}
+    assert world.tasks[2]["owner"] == "carol"
+
+
+def test_losing_a_claim_race_ends_the_turn_without_working_on_it() -> None:
+    broadcast = MailMessage(sender="alice", to="bob", type="broadcast", content="Tasks up")
+
+    class Racing(World):
+        def _run(self, name: str, args: dict) -> str:
+            if name == "claim_task":
+                self.tasks[4]["owner"] = "carol"  # carol got there first
+            return super()._run(name, args)
+
+    racing = Racing("bob")
+    racing.add_task(4, "Document the lexer")
+    run = drive(SimModel(), racing, broadcast.as_prompt())
+    assert names(racing) == ["list_tasks", "claim_task"]
+    assert run.replies[-1].stop_reason == "end_turn"
+
+
+def test_teammate_messages_get_a_text_acknowledgement_not_a_reply_message() -> None:
+    world = World("alice")
+    mail = MailMessage(sender="bob", to="alice", type="message", content="Parser tests pass now.")
+    run = drive(SimModel(), world, mail.as_prompt())
+    assert "bob" in run.replies[0].message().text()
+    assert "send_message" not in names(world)
+
+
+def test_user_can_ask_for_a_simple_command() -> None:
+    world = World("alice")
+    mail = MailMessage(sender="user", to="alice", content="Please run `ls -1 src` for me")
+    drive(SimModel(), world, mail.as_prompt())
+    assert world.calls[0].name == "bash" and world.calls[0].input == {"command": "ls -1 src"}
+
+
+def test_reminder_brings_the_agent_back_to_its_task() -> None:
+    world = World("alice")
+    world.add_task(9, "Fix the flaky test", owner="alice")
+    drive(SimModel(), world, "Reminder: you still own open tasks: #9 Fix the flaky test")
+    assert world.tasks[9]["status"] == "completed"
+
+
+def test_one_instance_serves_agents_in_parallel_threads() -> None:
+    model = SimModel()
+    finished: dict[str, int] = {}
+    errors: list[BaseException] = []
+
+    def work(agent: str, task: int) -> None:
+        try:
+            for _ in range(5):
+                world = World(agent)
+                world.add_task(task, f"Task for {agent}", owner=agent)
+                drive(model, world, task_message(agent, task, f"Task for {agent}"))
+                assert world.tasks[task]["status"] == "completed"
+                finished[agent] = finished.get(agent, 0) + 1
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(a, i + 1)) for i, a in enumerate(MATES)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert finished == dict.fromkeys(MATES, 5)
+
+
+def test_usage_counts_the_whole_prompt_and_the_reply() -> None:
+    model = SimModel()
+    request = ModelRequest(
+        system=system_for("alice"),
+        messages=[Message.user(task_message("alice", 3, "Fix the parser crash"))],
+        tools=TOOLS,
+        agent="alice",
+        cache_system=False,
+    )
+    usage = model.complete(request).usage
+    prompt = json.dumps([t.to_api() for t in TOOLS]) + request.system
+    prompt += json.dumps(request.messages[0].to_dict())
+    assert abs(usage.input_tokens - len(prompt) / 4) < 10
+    assert usage.cache_read_tokens == usage.cache_write_tokens == 0
+    assert usage.output_tokens > 0
+
+
+# --- summaries ----------------------------------------------------------------------------
+
+
+def long_segment() -> str:
+    """A realistic segment: tasks, teammates, a big tool output, errors, decisions."""
+    world = World("alice")
+    world.add_task(3, "Fix the parser crash", owner="alice")
+    world.add_task(12, "Speed up the lexer", owner="alice")
+    parts = [
+        task_message("alice", 3, "Fix the parser crash"),
+        task_message("alice", 12, "Speed up the lexer"),
+        MailMessage(sender="bob", to="alice", content="The crash is in src/parser.py").as_prompt(),
+        MailMessage(
+            sender="dave", to="alice", type="broadcast", content="Standup at 10"
+        ).as_prompt(),
+        "[assistant] I decided to read src/parser.py first, then look at tests/test_parser.py.",
+        "[tool_result bash] "
+        + "".join(f"./src/parser.py:{i}:def parse_{i}(x):\n" for i in range(300)),
+        "[tool_result bash] Traceback (most recent call last):\nValueError: bad token at 12",
+        "[assistant] I will fix the ValueError by checking for empty tokens.",
+        '[assistant tool_use send_message] {"to": "carol", "content": "Please review #3"}',
+        "[assistant] Task #12: the lexer spends most time in src/lexer.py tokenize().",
+        "[tool_result bash] " + "".join(f"  {i} ./pkg/module_{i}.py\n" for i in range(200)),
+        "[assistant] Next I will profile tokenize() for task #12.",
+    ]
+    return "\n".join(parts)
+
+
+def test_summary_keeps_every_task_id_and_name_and_is_much_shorter() -> None:
+    segment = long_segment()
+    reply = SimModel().complete(summary_request("alice", segment))
+    summary = reply.message().text()
+    assert reply.stop_reason == "end_turn" and not reply.message().tool_uses()
+    for must in ("#3", "#12", "bob", "carol", "dave", "src/parser.py", "ValueError"):
+        assert must in summary, must
+    for heading in (
+        "Request and intent",
+        "Decisions",
+        "Files",
+        "Errors and fixes",
+        "Messages from teammates",
+        "Pending tasks",
+        "Current work",
+        "Next step",
+    ):
+        assert f"## {heading}" in summary
+    assert len(summary) < len(segment) / 10
+    assert len(summary) / 4 < 2000
+    assert summary.startswith("[sim]"), "labelled as a simulation"
+
+
+def test_summary_stays_bounded_on_a_huge_segment() -> None:
+    segment = long_segment() * 40
+    summary = SimModel().complete(summary_request("alice", segment)).message().text()
+    assert len(summary) / 4 < 2000
+
+
+def test_summary_honours_the_focus() -> None:
+    segment = long_segment()
+    plain = SimModel().complete(summary_request("alice", segment)).message().text()
+    focused = SimModel().complete(summary_request("alice", segment, "task #12")).message().text()
+    first_bullets = focused.split("## Focus", 1)[1].split("##", 1)[0]
+    assert "Focus: task #12" in first_bullets
+    assert "tokenize()" in first_bullets and "#12" in first_bullets
+    assert "## Focus" not in plain
+    assert focused.index("## Focus") < focused.index("## Request and intent")
+    assert "Continue task #12" in focused and "Continue task #3" in plain
