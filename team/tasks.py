@@ -62,6 +62,10 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         self._warned: set[tuple[str, int]] = set()
         self._warned_lock = threading.Lock()
+        # Idle agents poll the board several times a second; re-parsing every file each
+        # time made polling cost grow with agents x tasks. Files are only ever replaced by
+        # rename, so (inode, mtime, size) identifies one version of a task exactly.
+        self._parsed: dict[str, tuple[tuple[int, int, int], Task]] = {}
 
     # -- reading (no lock) ---------------------------------------------------------
 
@@ -143,6 +147,8 @@ class TaskBoard:
 
     def claim_next(self, agent: str) -> Task | None:
         """Atomically claim the oldest open task for `agent`; None if there is none."""
+        if not self.unclaimed():  # the common case when idle: no lock needed to see it
+            return None
         with self._locked():
             open_tasks = self.unclaimed()
             if not open_tasks:
@@ -206,6 +212,11 @@ class TaskBoard:
 
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:
+            st = path.stat()
+            version = (st.st_ino, st.st_mtime_ns, st.st_size)
+            hit = self._parsed.get(str(path))
+            if hit is not None and hit[0] == version:
+                return hit[1].model_copy()
             data = path.read_bytes()
             task = Task.model_validate_json(data)
         except FileNotFoundError:
@@ -216,6 +227,7 @@ class TaskBoard:
         if task.id != task_id:
             self._warn_once(path, f"skipping task file {path}: it says id {task.id}")
             return None
+        self._parsed[str(path)] = (version, task.model_copy())
         return task
 
     def _warn_once(self, path: Path, message: str) -> None:

@@ -336,9 +336,7 @@ def test_waker_returns_promptly_on_stop_and_times_out(box: MaildirMailbox) -> No
 
 @pytest.fixture
 def team(tmp_path: Path) -> tuple[Workspace, object]:
-    config = parse_config(
-        {"agents": [{"name": n, "role": "r"} for n in ("alice", "bob", "carol")]}
-    )
+    config = parse_config({"agents": [{"name": n, "role": "r"} for n in ("alice", "bob", "carol")]})
     return Workspace.at(tmp_path), config
 
 

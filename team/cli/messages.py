@@ -157,4 +157,3 @@ def _follow(mailbox: MaildirMailbox, show_all: bool, as_json: bool) -> None:
         waker.close()
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, previous_term)
-
