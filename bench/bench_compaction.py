@@ -17,7 +17,6 @@ from team.compaction.micro import MicroCompactor
 from team.compaction.tokens import estimate
 from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, to_api, validate
-from team.llm.base import Usage
 
 
 def history(n_messages: int) -> History:
@@ -26,7 +25,12 @@ def history(n_messages: int) -> History:
     i = 0
     while len(msgs) < n_messages - 1:
         name = "read_file" if i % 5 == 0 else "bash"
-        msgs.append(Message("assistant", (TextBlock("Next step."), ToolUseBlock(f"t{i}", name, {"command": "ls -la"}))))
+        msgs.append(
+            Message(
+                "assistant",
+                (TextBlock("Next step."), ToolUseBlock(f"t{i}", name, {"command": "ls -la"})),
+            )
+        )
         msgs.append(Message("user", (ToolResultBlock(f"t{i}", "line of output\n" * 25, name),)))
         i += 1
     h = History(msgs[:-1] if msgs[-1].role == "assistant" else msgs)
@@ -44,7 +48,10 @@ def per_call(fn, min_time: float = 0.5) -> float:
 
 
 def main() -> None:
-    print(f"{'messages':>9} {'tokens~':>8} {'pipeline ms':>12} {'to_api ms':>10} {'ratio':>6} {'growth/10x':>11}")
+    print(
+        f"{'messages':>9} {'tokens~':>8} {'pipeline ms':>12} {'to_api ms':>10} "
+        f"{'ratio':>6} {'growth/10x':>11}"
+    )
     prev = None
     for n in (100, 1_000, 10_000):
         h = history(n)

@@ -77,8 +77,12 @@ def run(n_agents: int) -> dict:
         rt = Runtime(ws, config, model, MemorySink(), poll_s=0.2)
         cpu0, wall0 = time.process_time(), time.monotonic()
         rt.start()
-        rt.wait(until_idle=True, idle_grace=0.5, timeout=1800,
-                tick=lambda: peak.__setitem__(0, max(peak[0], rss_kb())))
+        rt.wait(
+            until_idle=True,
+            idle_grace=0.5,
+            timeout=1800,
+            tick=lambda: peak.__setitem__(0, max(peak[0], rss_kb())),
+        )
         wall = time.monotonic() - wall0 - 0.5  # minus the idle grace
         cpu = time.process_time() - cpu0
         rt.close()
@@ -96,13 +100,17 @@ def run(n_agents: int) -> dict:
 
 def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [3, 30, 100]
-    print(f"{'agents':>6} {'calls':>6} {'calls/s':>8} {'overhead ms/call':>17} "
-          f"{'sim ms/call':>12} {'overhead/sim':>13} {'KiB/agent':>10} {'tasks':>8}")
+    print(
+        f"{'agents':>6} {'calls':>6} {'calls/s':>8} {'overhead ms/call':>17} "
+        f"{'sim ms/call':>12} {'overhead/sim':>13} {'KiB/agent':>10} {'tasks':>8}"
+    )
     for n in sizes:
         r = run(n)
-        print(f"{r['agents']:>6} {r['calls']:>6} {r['calls_per_s']:>8.1f} {r['overhead_ms']:>17.2f} "
-              f"{r['model_ms']:>12.2f} {r['overhead_ms'] / r['model_ms']:>13.2f} "
-              f"{r['mem_per_agent_kb']:>10.0f} {r['tasks']:>8}")
+        print(
+            f"{r['agents']:>6} {r['calls']:>6} {r['calls_per_s']:>8.1f} {r['overhead_ms']:>17.2f} "
+            f"{r['model_ms']:>12.2f} {r['overhead_ms'] / r['model_ms']:>13.2f} "
+            f"{r['mem_per_agent_kb']:>10.0f} {r['tasks']:>8}"
+        )
 
 
 if __name__ == "__main__":

@@ -126,12 +126,8 @@ def schema_sql() -> str:
     stmts = []
     for kind in EVENT_TYPES:
         cols = ", ".join(f"{n} {t}" for n, t in _columns(kind))
-        stmts.append(
-            f"CREATE TABLE IF NOT EXISTS {kind.table} (id INTEGER PRIMARY KEY, {cols});"
-        )
-        stmts.append(
-            f"CREATE INDEX IF NOT EXISTS {kind.table}_agent ON {kind.table}(agent, ts);"
-        )
+        stmts.append(f"CREATE TABLE IF NOT EXISTS {kind.table} (id INTEGER PRIMARY KEY, {cols});")
+        stmts.append(f"CREATE INDEX IF NOT EXISTS {kind.table}_agent ON {kind.table}(agent, ts);")
     return "\n".join(stmts)
 
 
@@ -195,18 +191,20 @@ class SqliteEventLog:
                 return
 
     def _write(self, ev: Event) -> None:
-        row = asdict(ev)
-        for k, v in row.items():
-            if isinstance(v, dict | list):
-                row[k] = json.dumps(v)
-        names = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
         try:
-            self._conn.execute(
-                f"INSERT INTO {ev.table} ({names}) VALUES ({marks})", tuple(row.values())
-            )
+            insert(self._conn, ev)
         except sqlite3.Error as e:  # never let a bad event stop the writer
             log.warning("could not record %s event: %s", ev.table, e)
+
+
+def insert(conn: sqlite3.Connection, ev: Event) -> None:
+    row = asdict(ev)
+    for k, v in row.items():
+        if isinstance(v, dict | list):
+            row[k] = json.dumps(v)
+    names = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    conn.execute(f"INSERT INTO {ev.table} ({names}) VALUES ({marks})", tuple(row.values()))
 
 
 @dataclass

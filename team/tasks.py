@@ -66,6 +66,7 @@ class TaskBoard:
         # time made polling cost grow with agents x tasks. Files are only ever replaced by
         # rename, so (inode, mtime, size) identifies one version of a task exactly.
         self._parsed: dict[str, tuple[tuple[int, int, int], Task]] = {}
+        self._hint: tuple[tuple[int, int], float, bool] | None = None
 
     # -- reading (no lock) ---------------------------------------------------------
 
@@ -147,7 +148,7 @@ class TaskBoard:
 
     def claim_next(self, agent: str) -> Task | None:
         """Atomically claim the oldest open task for `agent`; None if there is none."""
-        if not self.unclaimed():  # the common case when idle: no lock needed to see it
+        if not self._maybe_unclaimed():  # the common case when idle: no lock, no reads
             return None
         with self._locked():
             open_tasks = self.unclaimed()
@@ -210,6 +211,26 @@ class TaskBoard:
         found.sort()
         return found
 
+    def _maybe_unclaimed(self) -> bool:
+        """A cheap hint for idle agents: could there be an unclaimed task?
+
+        The answer is cached while the folder's mtime stays the same, for at most
+        `HINT_MAX_AGE_S` (two renames in one timestamp tick leave the mtime unchanged).
+        A stale "no" only delays a claim; a "yes" is always checked under the lock.
+        """
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            return False
+        now = time.monotonic()
+        key = (st.st_ino, st.st_mtime_ns)
+        hint = self._hint
+        if hint is not None and hint[0] == key and now - hint[1] < HINT_MAX_AGE_S:
+            return hint[2]
+        answer = bool(self.unclaimed())
+        self._hint = (key, now, answer)
+        return answer
+
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:
             st = path.stat()
@@ -261,6 +282,21 @@ class TaskBoard:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        # Threads of this process queue on a plain lock first (fair and without polling);
+        # the flock below then only ever contends with other processes.
+        guard = _thread_guard(self.root)
+        if not guard.acquire(timeout=self.lock_timeout):
+            raise TaskError(
+                f"task board {self.root} is busy: could not lock it in {self.lock_timeout:g}s"
+            )
+        try:
+            with self._flocked():
+                yield
+        finally:
+            guard.release()
+
+    @contextlib.contextmanager
+    def _flocked(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -281,6 +317,17 @@ class TaskBoard:
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the flock
+
+
+HINT_MAX_AGE_S = 0.5
+_GUARDS: dict[str, threading.Lock] = {}
+_GUARDS_LOCK = threading.Lock()
+
+
+def _thread_guard(root: Path) -> threading.Lock:
+    key = str(Path(root).resolve())
+    with _GUARDS_LOCK:
+        return _GUARDS.setdefault(key, threading.Lock())
 
 
 def _fsync_dir(path: Path) -> None:

@@ -30,13 +30,18 @@ def _system_text(system: Any) -> str:
 def respond(body: dict[str, Any]) -> dict[str, Any]:
     system = _system_text(body.get("system"))
     m = re.search(r"You are '([a-z][a-z0-9_-]*)'", system)
-    tools = [ToolSpec(t["name"], t.get("description", ""), t["input_schema"]) for t in body.get("tools", [])]
+    tools = [
+        ToolSpec(t["name"], t.get("description", ""), t["input_schema"])
+        for t in body.get("tools", [])
+    ]
     request = ModelRequest(
         system=system,
         messages=[Message.from_dict(msg) for msg in body["messages"]],
         tools=tools,
         max_tokens=body["max_tokens"],
-        tool_choice="none" if not tools or body.get("tool_choice", {}).get("type") == "none" else "auto",
+        tool_choice="none"
+        if not tools or body.get("tool_choice", {}).get("type") == "none"
+        else "auto",
         purpose="agent" if tools else "summary",
         agent=m.group(1) if m else "",
     )

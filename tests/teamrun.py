@@ -29,8 +29,18 @@ def make_workspace(root: Path, model: str, threshold: int = 3000) -> Workspace:
 
 def start_up(ws: Workspace, env: dict, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "team", "up", "--until-idle", "--idle-grace", "1", *args,
-         "--dir", str(ws.root)],
+        [
+            sys.executable,
+            "-m",
+            "team",
+            "up",
+            "--until-idle",
+            "--idle-grace",
+            "1",
+            *args,
+            "--dir",
+            str(ws.root),
+        ],
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

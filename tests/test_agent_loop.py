@@ -101,7 +101,9 @@ def test_a_tool_call_cut_off_by_a_crash_gets_an_interrupted_result(tmp_path):
     msgs = model.requests[0].messages
     validate(msgs)
     result = msgs[-1].content[0]
-    assert isinstance(result, ToolResultBlock) and result.is_error and "Interrupted" in result.content
+    assert (
+        isinstance(result, ToolResultBlock) and result.is_error and "Interrupted" in result.content
+    )
     assert msgs[0].text().endswith("go\n</message>")
 
 

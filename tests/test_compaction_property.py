@@ -39,10 +39,14 @@ def conversations(draw):
             n += 1
             uses.append(ToolUseBlock(f"toolu_{n}", name, {"i": n}))
         msgs.append(Message("assistant", tuple(blocks + uses)))
-        results = [ToolResultBlock(u.id, "r" * size or "(empty)", u.name)
-                   for u, (_, size) in zip(uses, calls, strict=True)]
-        texts = [TextBlock(f'<message from="bob" type="message" id="m{i}">{t}</message>')
-                 for i, t in enumerate(inbox)]
+        results = [
+            ToolResultBlock(u.id, "r" * size or "(empty)", u.name)
+            for u, (_, size) in zip(uses, calls, strict=True)
+        ]
+        texts = [
+            TextBlock(f'<message from="bob" type="message" id="m{i}">{t}</message>')
+            for i, t in enumerate(inbox)
+        ]
         if not results and not texts:
             texts = [TextBlock("continue")]
         append_user(msgs, *results)
@@ -68,7 +72,9 @@ def test_the_micro_view_is_always_valid(msgs, cfg):
         validate(mc.view(msgs[:cut]).view)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(conversations(), configs)
 def test_every_post_compaction_context_is_valid_and_starts_with_identity(tmp_path, msgs, cfg):
     compactor = Compactor(
@@ -77,7 +83,9 @@ def test_every_post_compaction_context_is_valid_and_starts_with_identity(tmp_pat
         model=ScriptedModel(summary=reply("## Current work\nthe parser")),
         transcripts=TranscriptStore(tmp_path / "t"),
         sink=MemorySink(),
-        identity=lambda: "<identity>You are 'alice', role: coder, team: demo. Open tasks: none</identity>",
+        identity=lambda: (
+            "<identity>You are 'alice', role: coder, team: demo. Open tasks: none</identity>"
+        ),
     )
     h = History(list(msgs))
     for layer in ("auto", "manual", "auto"):

@@ -13,7 +13,10 @@ from team.events import AgentEvent, CompactionEvent, MemorySink
 from team.llm.base import ModelError, Usage
 from team.llm.scripted import ScriptedModel, reply
 
-IDENTITY = "<identity>You are 'alice', role: coder, team: demo. Teammates: bob (tester). Open tasks: #1 fix</identity>"
+IDENTITY = (
+    "<identity>You are 'alice', role: coder, team: demo. Teammates: bob (tester). "
+    "Open tasks: #1 fix</identity>"
+)
 
 
 def summary_of(request):
@@ -60,7 +63,9 @@ def test_transcript_holds_full_text_of_results_that_were_placeholders(tmp_path):
     h = History(conversation(8))
     view = c.view(h)
     hidden = [
-        b.tool_use_id for m in view for b in m.content
+        b.tool_use_id
+        for m in view
+        for b in m.content
         if isinstance(b, ToolResultBlock) and b.content.startswith("[Previous")
     ]
     assert hidden
@@ -68,8 +73,12 @@ def test_transcript_holds_full_text_of_results_that_were_placeholders(tmp_path):
     ev = sink.of(CompactionEvent)[-1]
     archived = read_transcript(tmp_path / ev.transcript)
     assert archived == h.messages  # full text, not the view
-    full = {b.tool_use_id: b.content for m in archived for b in m.content
-            if isinstance(b, ToolResultBlock)}
+    full = {
+        b.tool_use_id: b.content
+        for m in archived
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    }
     assert all(full[i].startswith("output of call") for i in hidden)
     assert new.messages[0].text().startswith(IDENTITY)
     assert ev.transcript in new.messages[0].text()
@@ -80,7 +89,7 @@ def test_summariser_sees_the_full_segment_not_the_view(tmp_path):
     h = History(conversation(8))
     c.view(h)
     c.compact(h, layer="auto", trigger="threshold")
-    req = [r for r in model.requests if r.purpose == "summary"][0]
+    req = next(r for r in model.requests if r.purpose == "summary")
     assert req.messages[0].text().count("output of call") == 8
     assert "[Previous: used" not in req.messages[0].text()
     assert req.tool_choice == "none" and req.tools == []
@@ -88,12 +97,18 @@ def test_summariser_sees_the_full_segment_not_the_view(tmp_path):
 
 
 def test_large_segments_are_summarised_in_chunks_that_cover_everything(tmp_path):
-    model = ScriptedModel(summary=lambda r: reply(f"part with {r.messages[0].text().count('output of call')}"))
+    model = ScriptedModel(
+        summary=lambda r: reply(f"part with {r.messages[0].text().count('output of call')}")
+    )
     c, _, _ = make(tmp_path, model=model)
     c.summariser.budget_chars = 3000  # force several chunks
     h = History(conversation(30))
     c.compact(h, layer="auto", trigger="threshold")
-    parts = [r for r in model.requests if "part" in r.messages[0].text()[:60] and "Merge" not in r.messages[0].text()]
+    parts = [
+        r
+        for r in model.requests
+        if "part" in r.messages[0].text()[:60] and "Merge" not in r.messages[0].text()
+    ]
     firsts = [r.messages[0].text() for r in model.requests if "Merge" not in r.messages[0].text()]
     assert sum(t.count("output of call") for t in firsts) == 30  # every result, once
     assert any("Merge" in r.messages[0].text() for r in model.requests)
@@ -131,7 +146,7 @@ def test_two_agents_compacting_at_once_never_share_a_file(tmp_path):
 def test_manual_compaction_passes_focus_to_the_summariser(tmp_path):
     c, sink, model = make(tmp_path)
     c.compact(History(conversation(3)), layer="manual", trigger="tool", focus="the parser bug")
-    req = [r for r in model.requests if r.purpose == "summary"][0]
+    req = next(r for r in model.requests if r.purpose == "summary")
     assert "the parser bug" in req.system
     assert sink.of(CompactionEvent)[-1].layer == "manual"
 
@@ -150,7 +165,9 @@ def test_identity_is_first_after_the_first_second_and_third_compaction(tmp_path)
 def test_unseen_content_is_carried_into_the_new_context(tmp_path):
     c, _, _ = make(tmp_path)
     msgs = conversation(3)
-    msgs[-1] = Message("user", msgs[-1].content + (Message.user("<message from=\"bob\">ping</message>").content))
+    msgs[-1] = Message(
+        "user", msgs[-1].content + (Message.user('<message from="bob">ping</message>').content)
+    )
     new = c.compact(History(msgs), layer="auto", trigger="threshold")
     assert "ping" in new.messages[0].text()
 
@@ -185,7 +202,7 @@ def test_auto_pauses_after_three_failures_until_a_manual_compact(tmp_path):
 
 
 def test_an_empty_summary_is_a_failure(tmp_path):
-    c, sink, _ = make(tmp_path, model=ScriptedModel(summary=reply(" ")))
+    c, _, _ = make(tmp_path, model=ScriptedModel(summary=reply(" ")))
     assert c.compact(History(conversation(3)), layer="auto", trigger="threshold") is None
 
 

@@ -6,16 +6,19 @@ from team.config import CompactionConfig, ConfigError, parse_config, render_conf
 GOOD_AGENTS = '[[agents]]\nname = "alice"\nrole = "coder"\n'
 
 CASES = [
-    ("[team]\nname = \"x\"\ncolour = \"red\"\n" + GOOD_AGENTS, "team.colour: unknown key"),
-    ("[team]\nmax_tokens = \"lots\"\n" + GOOD_AGENTS, "team.max_tokens:"),
+    ('[team]\nname = "x"\ncolour = "red"\n' + GOOD_AGENTS, "team.colour: unknown key"),
+    ('[team]\nmax_tokens = "lots"\n' + GOOD_AGENTS, "team.max_tokens:"),
     (GOOD_AGENTS + GOOD_AGENTS, "agents[1].name: duplicate agent name 'alice'"),
     ('[[agents]]\nname = "Alice Smith"\nrole = "coder"\n', "agents[0].name: invalid agent name"),
     ("[compaction]\nthreshold = 0\n" + GOOD_AGENTS, "compaction.threshold:"),
     ("[compaction]\nthreshold = -5\n" + GOOD_AGENTS, "compaction.threshold:"),
-    ("[team]\nname = \"x\n" + GOOD_AGENTS, "TOML syntax error"),
+    ('[team]\nname = "x\n' + GOOD_AGENTS, "TOML syntax error"),
     ('[team]\nname = "x"\n', "agents: required key is missing"),
     (GOOD_AGENTS + "[agents.compaction]\nthreshold = 0\n", "agents[0].compaction.threshold:"),
-    (GOOD_AGENTS + "[agents.compaction]\nkeep_everything = true\n", "agents[0].compaction.keep_everything: unknown key"),
+    (
+        GOOD_AGENTS + "[agents.compaction]\nkeep_everything = true\n",
+        "agents[0].compaction.keep_everything: unknown key",
+    ),
 ]
 
 
@@ -59,7 +62,10 @@ def test_per_agent_overrides_apply_to_that_agent_only():
 def test_defaults_are_the_reference_numbers():
     c = CompactionConfig()
     assert (c.threshold, c.keep_recent, c.preserve_tools, c.min_chars) == (
-        50000, 3, ["read_file"], 100,
+        50000,
+        3,
+        ["read_file"],
+        100,
     )
 
 

@@ -53,7 +53,11 @@ def test_a_valid_tool_loop_passes():
         ([Message.user("x"), Message.assistant(use(1)), Message.user("no result")], "without"),
         ([Message.user("x"), Message.assistant("hi"), Message("user", (res(9),))], "unexpected"),
         (
-            [Message.user("x"), Message.assistant(use(1)), Message("user", (TextBlock("a"), res(1)))],
+            [
+                Message.user("x"),
+                Message.assistant(use(1)),
+                Message("user", (TextBlock("a"), res(1))),
+            ],
             "must come first",
         ),
         ([Message.user("  ")], "non-whitespace"),

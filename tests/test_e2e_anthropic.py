@@ -73,7 +73,9 @@ def test_a_three_agent_team_through_the_sdk(tmp_path):
     assert check_identity_after_every_compaction(ws, NAMES) >= 1
     assert check_transcripts_hold_full_text(ws, NAMES) >= 1
     layers = dict(events(ws, "select layer, count(*) from compactions where success group by 1"))
-    assert layers.get("micro", 0) >= 1 and layers.get("auto", 0) >= 1 and layers.get("manual", 0) >= 1
+    assert (
+        layers.get("micro", 0) >= 1 and layers.get("auto", 0) >= 1 and layers.get("manual", 0) >= 1
+    )
     # every agent sent a cache breakpoint and got cache reads back from the server
     reads = events(ws, "select sum(cache_read_tokens) from model_calls where purpose='agent'")
     assert reads[0][0] > 0
@@ -82,7 +84,7 @@ def test_a_three_agent_team_through_the_sdk(tmp_path):
 
 def test_the_team_finishes_when_a_fifth_of_calls_fail(tmp_path):
     with FakeMessagesAPI(sim_responder.respond, failure_rate=0.2, seed=7) as api:
-        ws, out, err = run_full_team(tmp_path, api)
+        ws, _, _ = run_full_team(tmp_path, api)
         injected = sum(1 for c in api.calls if c.injected)
         assert api.rejections == [] or all(c.injected for c in api.rejections)
     assert injected >= 10
@@ -109,10 +111,12 @@ def test_kill_9_in_the_middle_then_resume(tmp_path):
             proc.communicate(timeout=10)
             before = {n: session_records(ws, n) for n in NAMES}
             calls_before = len(api.requests)
-            r = run_team("send", "alice", "One more thing: check src/pricing.py", "--dir", str(ws.root))
+            r = run_team(
+                "send", "alice", "One more thing: check src/pricing.py", "--dir", str(ws.root)
+            )
             assert r.returncode == 0
             proc = start_up(ws, api_env(api))
-            out, err = proc.communicate(timeout=240)
+            _, err = proc.communicate(timeout=240)
             assert proc.returncode == 0, err
             assert api.rejections == [], [c.error for c in api.rejections]
             after_requests = api.requests[calls_before:]
@@ -125,13 +129,16 @@ def test_kill_9_in_the_middle_then_resume(tmp_path):
         new = session_records(ws, name)
         assert new[: len(old)] == old, f"{name}'s log was rewritten"
         if any(r["t"] == "assistant" for r in old) and not any(
-            r["t"] == "compaction" for r in new[len(old):]
+            r["t"] == "compaction" for r in new[len(old) :]
         ):
             # it continued its conversation: the first request after the restart carries
             # what it said before the kill
             said = [r["message"] for r in old if r["t"] == "assistant"][-1]
-            mine = [q for q in after_requests if f"You are '{name}'" in json.dumps(q.get("system"))
-                    and q.get("tools")]
+            mine = [
+                q
+                for q in after_requests
+                if f"You are '{name}'" in json.dumps(q.get("system")) and q.get("tools")
+            ]
             assert mine, f"{name} made no call after the restart"
             assert any(m["role"] == "assistant" and _same(m, said) for m in mine[0]["messages"])
 
@@ -150,8 +157,15 @@ def test_no_api_key_points_at_the_sim(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "team", "up", "--dir", str(ws.root)], env=env,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 1
-    assert r.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in r.stderr and "--model sim" in r.stderr
+    assert (
+        r.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in r.stderr and "--model sim" in r.stderr
+    )
     assert not ws.lock_path.exists() or not ws.events_db.exists()

@@ -51,8 +51,10 @@ def test_second_up_down_and_status(tmp_path):
     ws = make_workspace(tmp_path / "ws", "sim")
     proc = start_up_forever(ws)
     try:
-        wait_for(lambda: TeamLock(ws.lock_path).is_held() and ws.status_path.exists(),
-                 what="the team to be up")
+        wait_for(
+            lambda: TeamLock(ws.lock_path).is_held() and ws.status_path.exists(),
+            what="the team to be up",
+        )
         second = run_team("up", "--dir", str(ws.root))
         assert second.returncode == 1
         assert second.stderr.count("\n") == 1 and "already running" in second.stderr
@@ -85,7 +87,9 @@ def test_sigterm_stops_gracefully(tmp_path):
 def start_up_forever(ws):
     return subprocess.Popen(
         [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -120,8 +124,14 @@ def test_the_demo_from_a_fresh_tree_finishes_by_itself(tmp_path):
             (tree / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, tree / rel)
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    r = subprocess.run([sys.executable, "-m", "team", "demo", "--latency", "0"], cwd=tree,
-                       env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "team", "demo", "--latency", "0"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "6 of 6 completed" in r.stdout
     assert (tree / "demo" / ".team" / "events.db").exists()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from team.agents.identity import identity_block, system_prompt
 from team.agents.session import SessionLog
-from team.agents.tools import LOOP_TOOLS, Toolbox, tool_specs
+from team.agents.tools import Toolbox, tool_specs
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.config import AgentConfig, TeamConfig
@@ -27,6 +27,7 @@ from team.tasks import TaskBoard
 
 log = logging.getLogger(__name__)
 
+BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 EMPTY_REPLY = "(no reply)"
 
@@ -88,6 +89,7 @@ class Agent:
         self.history = History()
         self._error_backoff = 0.0
         self._pending_done: list[Claimed] = []
+        self._board_checked = 0.0
         self.last_error: str | None = None
 
     def identity(self) -> str:
@@ -127,11 +129,21 @@ class Agent:
             return True
         if self.history.messages and self.history.messages[-1].role == "user":
             return True
+        # Idle agents poll; reading the whole board every poll made 100 idle agents cost
+        # more than the working ones. A task left open waits at most a second.
+        now = time.monotonic()
+        if now - self._board_checked < BOARD_POLL_S:
+            return False
+        self._board_checked = now
         task = self.board.claim_next(self.name)
         if task is None:
             return False
         self._add_user(
-            [TextBlock(f"You claimed open task #{task.id}: {task.subject}\n{task.description}".strip())]
+            [
+                TextBlock(
+                    f"You claimed open task #{task.id}: {task.subject}\n{task.description}".strip()
+                )
+            ]
         )
         return True
 
@@ -270,8 +282,12 @@ class Agent:
         in between makes it reappear, and the id check makes that harmless.
         """
         fresh: list[MailMessage] = []
+        # claimed earlier in this step but not recorded yet: receive() returns those again
+        taking = {c.message.id for c in self._pending_done}
         for claimed in self.mailbox.receive():
             msg = claimed.message
+            if msg.id in taking:
+                continue
             if self.session.seen(msg.id):
                 self.mailbox.done(claimed)
                 continue
@@ -315,20 +331,22 @@ class Agent:
             request_id=msg.id,
         )
         MaildirMailbox(self.mailbox.root.parent / msg.sender).deliver(reply)
-        self.sink.emit(
-            DeliveryEvent(msg.sender, self.name, reply.id, "sent", "shutdown_response")
-        )
+        self.sink.emit(DeliveryEvent(msg.sender, self.name, reply.id, "sent", "shutdown_response"))
 
     def _model_failed(self, e: ModelError, estimate: int, duration: float) -> None:
         self.sink.emit(
             ModelCallEvent(
-                agent=self.name, purpose="agent", estimate=estimate,
-                duration_s=duration, error=str(e),
+                agent=self.name,
+                purpose="agent",
+                estimate=estimate,
+                duration_s=duration,
+                error=str(e),
             )
         )
         self.last_error = str(e)
         self._error_backoff = min(30.0, max(1.0, self._error_backoff * 2))
-        log.warning("%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff)
+        log.warning(
+            "%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff
+        )
         self.status.state = "waiting"
         self.stop.wait(self._error_backoff)
-

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from team.agents.loop import Agent
 from team.agents.lock import TeamLock
+from team.agents.loop import Agent
 from team.agents.session import SessionLog
 from team.agents.tools import Toolbox
 from team.compaction.compactor import Compactor
@@ -218,7 +218,8 @@ class Runtime:
         for name in self.config.names():
             agent = self.agents.get(name)
             st = asdict(agent.status) if agent else {"state": "starting"}
-            st["pending"] = len(MaildirMailbox(self.ws.inbox_dir(name)).pending())
+            box = MaildirMailbox(self.ws.inbox_dir(name))
+            st["pending"] = sum(e.status == "pending" for e in box.entries())
             st["crashes"] = self.crashes.get(name, 0)
             agents[name] = st
         return {"pid": os.getpid(), "updated": time.time(), "agents": agents}

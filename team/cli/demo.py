@@ -31,9 +31,9 @@ def seed_project(root: Path) -> None:
     (root / "tests").mkdir()
     (root / "docs").mkdir()
     funcs = "\n\n".join(
-        f"def {name}(items):\n    \"\"\"{doc}\"\"\"\n    return [i for i in items if i]  # TODO: {doc}"
+        f'def {name}(items):\n    """{doc}"""\n    return [i for i in items if i]  # TODO: {doc}'
         if i % 3 == 0
-        else f"def {name}(items):\n    \"\"\"{doc}\"\"\"\n    return sorted(items)"
+        else f'def {name}(items):\n    """{doc}"""\n    return sorted(items)'
         for i, (name, doc) in enumerate(
             (f"{verb}_{noun}", f"{verb.title()} the {noun} of the inventory.")
             for verb in ("count", "list", "price", "restock", "audit", "sort")
@@ -43,7 +43,8 @@ def seed_project(root: Path) -> None:
     (root / "src" / "inventory.py").write_text('"""Inventory helpers."""\n\n' + funcs + "\n")
     (root / "src" / "pricing.py").write_text(
         '"""Pricing."""\n\n\ndef price(qty, unit):\n    # TODO: bulk discounts\n'
-        "    return qty * unit\n" + "".join(f"\n\ndef tier_{i}(x):\n    return x * {i}\n" for i in range(40))
+        "    return qty * unit\n"
+        + "".join(f"\n\ndef tier_{i}(x):\n    return x * {i}\n" for i in range(40))
     )
     (root / "tests" / "test_inventory.py").write_text(
         "from src.inventory import count_items, list_bins\n\n\n"
@@ -86,9 +87,7 @@ def demo(
     ),
     fresh: Annotated[bool, typer.Option(help="Delete an earlier demo folder first.")] = True,
     threshold: Annotated[int, typer.Option(help="Auto-compaction threshold (tokens).")] = 6000,
-    latency: Annotated[
-        float, typer.Option(help="Seconds each simulated model call takes.")
-    ] = 0.3,
+    latency: Annotated[float, typer.Option(help="Seconds each simulated model call takes.")] = 0.3,
 ) -> None:
     """Run an offline demo team (sim model) through a few tasks, then print what happened."""
     from team.cli.run import up
@@ -102,9 +101,7 @@ def demo(
         shutil.rmtree(root)
     ws = prepare_demo(root, threshold)
     typer.echo(f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board)")
-    up(
-        until_idle=True, model="sim", idle_grace=2.0, timeout=600, sim_latency=latency, dir=root
-    )
+    up(until_idle=True, model="sim", idle_grace=2.0, timeout=600, sim_latency=latency, dir=root)
     typer.echo(
         f"\nLook closer: team stats -C {dir}   team report -C {dir}   team transcripts -C {dir}"
     )

@@ -25,9 +25,7 @@ def _parse_agents(spec: str) -> list[tuple[str, str]]:
 
 @app.command()
 def init(
-    agents: Annotated[
-        str, typer.Option(help="Comma-separated NAME:ROLE pairs.")
-    ] = DEFAULT_AGENTS,
+    agents: Annotated[str, typer.Option(help="Comma-separated NAME:ROLE pairs.")] = DEFAULT_AGENTS,
     model: Annotated[str, typer.Option(help='Anthropic model id, or "sim" (offline).')] = "sim",
     name: Annotated[str, typer.Option(help="The team's name.")] = "demo",
     threshold: Annotated[int, typer.Option(help="Auto-compaction threshold (tokens).")] = 50_000,

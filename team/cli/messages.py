@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import datetime
@@ -34,7 +36,7 @@ def _event_log(ws: Workspace) -> Iterator[EventSink | None]:
     """Record deliveries in .team/events.db (§8); a busy or broken db never blocks a send."""
     try:
         sink = SqliteEventLog(ws.events_db)
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError):
         yield None
         return
     try:
@@ -153,6 +155,10 @@ def _follow(mailbox: MaildirMailbox, show_all: bool, as_json: bool) -> None:
                     _show(msg, e.status, as_json)
             first = False
             waker.wait(FOLLOW_TICK_S)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from
+        # complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     finally:
         waker.close()
         signal.signal(signal.SIGINT, previous)

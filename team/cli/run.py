@@ -88,12 +88,14 @@ def _run_live(runtime: Runtime, until_idle: bool, idle_grace: float, timeout) ->
     from rich.live import Live
 
     with Live(status_table(runtime.status()), refresh_per_second=2) as live:
-        return runtime.wait(
+        finished = runtime.wait(
             until_idle=until_idle,
             idle_grace=idle_grace,
             timeout=timeout,
             tick=lambda: live.update(status_table(runtime.status())),
         )
+        live.update(status_table(runtime.status()))
+        return finished
 
 
 def _handle_signals(runtime: Runtime) -> None:

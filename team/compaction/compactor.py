@@ -178,7 +178,10 @@ class Compactor:
             if isinstance(b, ToolResultBlock):
                 text = b.content
                 if len(text) > CARRY_CHARS:
-                    text = text[:CARRY_CHARS] + "\n[... cut here; the full output is in the transcript]"
+                    text = (
+                        text[:CARRY_CHARS]
+                        + "\n[... cut here; the full output is in the transcript]"
+                    )
                 out.append(f"[result of {b.name or 'tool'}]\n{text}")
             elif isinstance(b, TextBlock):
                 out.append(b.text)

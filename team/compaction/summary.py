@@ -136,9 +136,7 @@ class Summariser:
         ]
         while len(parts) > 1:
             # merge in groups that fit the budget, until one summary is left
-            groups = pack(
-                (f"## Part {i + 1}\n{p}" for i, p in enumerate(parts)), self.budget_chars
-            )
+            groups = pack((f"## Part {i + 1}\n{p}" for i, p in enumerate(parts)), self.budget_chars)
             merged = []
             for g in groups:
                 ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g

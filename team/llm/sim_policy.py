@@ -153,7 +153,8 @@ def _kind(use: ToolUseBlock) -> str | None:
         command = str(use.input.get("command", ""))
         if "wc -l" in command:
             return "measure"
-        return "survey" if command.startswith("ls") else None
+        # the grep is half of the survey step: its hits are the files `_found_files` puts first
+        return "survey" if command.startswith(("ls", "grep")) else None
     if use.name == "write_file":
         return "notes" if str(use.input.get("path", "")).startswith("notes/") else None
     kinds = {v: k for k, v in STEP_TOOLS.items() if v != "bash"}

@@ -94,7 +94,7 @@ def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -
     now = [ln for t, ln in progress.items() if t not in done][-6:] + tail[-1:]
     now += [ln for ln in lines if BOARD_CHECK in ln][-1:]
     sections.append(("Current work", now, list(reversed(tail[:-1]))))
-    open_ids = [t for t in tasks if t not in _done(text)]
+    open_ids = [t for t in tasks if t not in done]
     open_ids.sort(key=lambda t: not _matches(f"#{t}", words))
     nxt = (
         f"Continue task #{open_ids[0]} ({tasks[open_ids[0]] or 'see above'})"

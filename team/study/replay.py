@@ -1,0 +1,319 @@
+"""Replay a recorded session log under another compaction strategy.
+
+A session log (`.team/agents/<agent>/session.jsonl`, see `team.agents.session`) holds
+everything an agent saw and said: user records (inbox messages, reminders, tool results)
+and assistant records (the model's replies). Replay feeds the same records through the
+real `Agent.step` and `Compactor` under the strategy being studied:
+
+- user records are appended as recorded: tool results come from the log, nothing is run;
+- at each assistant record the agent takes a step, so the strategy's micro view and auto
+  compaction apply to the request exactly as in a live run, and `ReplayModel` answers
+  with the recorded reply (and answers summary requests as the simulator does);
+- a recorded `compact` tool call compacts (manual layer) after its result, as the loop
+  does; recorded compaction records are skipped: the strategy decides when to compact.
+
+Faithful: the sequence of everything the agent saw and said, tool results byte for byte,
+where user input arrived between calls, manual compactions, and so the token economics
+of each strategy on that sequence. Not faithful: the replies do not react to the
+strategy (a live model would answer a compacted context differently); usage is the
+simulated prompt cache's (not the recorded bill), with no cache expiry for pauses in the
+recording; summaries are the simulator's extractive ones; the identity block's open
+tasks are those the log shows (assigned or claimed, not yet completed), not a live board;
+a recorded `compact` that failed still compacts here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from team.agents.identity import identity_block
+from team.agents.loop import Agent, StepFailed
+from team.agents.session import SessionLog
+from team.agents.tools import ToolResult
+from team.compaction.compactor import Compactor
+from team.compaction.transcripts import TranscriptStore
+from team.config import CompactionConfig, ConfigError, TeamConfig, parse_config
+from team.conversation import Block, Message, TextBlock, ToolResultBlock, block_from_dict
+from team.errors import UserError
+from team.events import EventSink
+from team.llm.base import ModelError, ModelRequest
+from team.llm.sim import SimModel
+from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.waker import PollingWaker
+from team.study.experiment import Outcome, outcome, tool_output_chars
+from team.study.stats import load
+from team.tasks import TaskBoard
+from team.workspace import Workspace
+
+TASK_MAIL_RE = re.compile(
+    r'<message from="[^"]*" type="task" id="[^"]*" task="(\d+)"[^>]*>\n?([^\n]*)'
+)
+CLAIMED_RE = re.compile(r"^(?:You )?claimed (?:open )?task #(\d+): ([^\n]*)", re.M)
+COMPLETED_RE = re.compile(r"^completed task #(\d+)")
+RECORD_KINDS = ("user", "assistant", "compaction", "note")
+
+
+class ReplayError(UserError):
+    """The recording cannot be replayed (unreadable, or not a valid conversation)."""
+
+
+@dataclass
+class Recording:
+    """A recorded team: its config and each agent's session records, in order."""
+
+    config: TeamConfig
+    sessions: dict[str, list[dict[str, Any]]]
+    source: str
+
+    def turns(self) -> dict[str, list[Message]]:
+        """Every agent's recorded assistant messages, in order."""
+        return {
+            name: [Message.from_dict(r["message"]) for r in recs if r.get("t") == "assistant"]
+            for name, recs in self.sessions.items()
+        }
+
+
+def load_recording(path: Path) -> Recording:
+    """Read a workspace (every agent with a session log) or one agent's session.jsonl.
+
+    For a single file the agent is named by its folder (`.team/agents/<agent>/`); the
+    team comes from the workspace's team.toml when there is one, else a team of one.
+
+    Raises:
+        ReplayError: nothing replayable at `path`.
+    """
+    path = path.resolve()
+    if path.is_dir():
+        ws = Workspace.at(path)
+        config = ws.load_config()
+        names = [n for n in config.names() if ws.session_log(n).is_file()]
+        if not names:
+            raise ReplayError(f"{path}: no session logs under {ws.team_dir / 'agents'}")
+        return Recording(config, {n: _records(ws.session_log(n)) for n in names}, str(path))
+    if not path.is_file():
+        raise ReplayError(f"{path}: no such file or directory")
+    name = path.parent.name
+    config = _config_near(path, name)
+    return Recording(config, {name: _records(path)}, str(path))
+
+
+def _config_near(path: Path, name: str) -> TeamConfig:
+    parts = path.parts
+    if len(parts) >= 4 and parts[-4:-2] == (".team", "agents"):
+        toml = Path(*parts[:-4]) / "team.toml"
+        if toml.is_file():
+            try:
+                config = Workspace.at(toml.parent).load_config()
+                if name in config.names():
+                    return config
+            except ConfigError:
+                pass  # a broken team.toml next to a good log: replay the log alone
+    try:
+        return parse_config({"agents": [{"name": name, "role": "agent"}]}, str(path))
+    except ConfigError:
+        raise ReplayError(
+            f"{path}: cannot tell the agent's name (expected .team/agents/<agent>/session.jsonl)"
+        ) from None
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReplayError(f"{path}: cannot read: {e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            if n == len(lines):
+                continue  # a crash can cut the last line short; the loader drops it too
+            raise ReplayError(f"{path}:{n}: not a JSON record") from None
+        if not isinstance(rec, dict) or rec.get("t") not in RECORD_KINDS:
+            raise ReplayError(f"{path}:{n}: not a session record")
+        records.append(rec)
+    if not any(r["t"] == "assistant" for r in records):
+        raise ReplayError(f"{path}: no model replies recorded, nothing to replay")
+    return records
+
+
+class ReplayModel(SimModel):
+    """Answers each agent's turns with its recorded replies, in order.
+
+    Summary requests, usage and the prompt cache are the simulator's (this is a
+    `SimModel` whose turns come from the log), so a replayed strategy is billed exactly
+    as a live sim run would be.
+    """
+
+    name = "replay"
+
+    def __init__(self, turns: dict[str, list[Message]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._turns = {agent: deque(messages) for agent, messages in turns.items()}
+        self._turn_lock = threading.Lock()
+
+    def left(self, agent: str) -> int:
+        """Recorded replies not yet given."""
+        return len(self._turns.get(agent, ()))
+
+    def _turn(self, request: ModelRequest) -> tuple[Block, ...]:
+        with self._turn_lock:
+            queue = self._turns.get(request.agent)
+            if not queue:
+                raise ModelError(f"replay: no recorded reply left for {request.agent!r}")
+            return queue.popleft().content
+
+
+class _NoTools:
+    """The replay's toolbox: results come from the log, so a call here is a bug."""
+
+    def run(self, name: str, input: dict[str, Any]) -> ToolResult:
+        return ToolResult(f"replay runs no tools (asked for {name})", is_error=True)
+
+
+@dataclass
+class _Tasks:
+    """The agent's tasks as the log shows them, for the identity block."""
+
+    subjects: dict[int, str] = field(default_factory=dict)
+    done: set[int] = field(default_factory=set)
+
+    def see(self, blocks: list[Block]) -> None:
+        for b in blocks:
+            text = b.text if isinstance(b, TextBlock) else ""
+            if isinstance(b, ToolResultBlock) and not b.is_error:
+                text = b.content
+                if m := COMPLETED_RE.match(text):
+                    self.done.add(int(m[1]))
+            for m in (*TASK_MAIL_RE.finditer(text), *CLAIMED_RE.finditer(text)):
+                self.subjects.setdefault(int(m[1]), m[2].strip())
+
+    def open(self) -> list[Any]:
+        return [_Task(t, s) for t, s in sorted(self.subjects.items()) if t not in self.done]
+
+
+@dataclass(frozen=True)
+class _Task:
+    id: int
+    subject: str
+
+
+@dataclass
+class AgentReplay:
+    """What one agent's replay did."""
+
+    steps: int
+    tasks_seen: int
+    tasks_completed: int
+
+
+def replay_agent(
+    recording: Recording,
+    name: str,
+    model: ReplayModel,
+    ws: Workspace,
+    compaction: CompactionConfig,
+    sink: EventSink,
+) -> AgentReplay:
+    """Replay one agent's log through the real agent step and compactor.
+
+    Raises:
+        ReplayError: the log is not a conversation the API would accept.
+    """
+    team = recording.config
+    cfg = team.agent(name)
+    stop = threading.Event()
+    tasks = _Tasks()
+    compactor = Compactor(
+        agent=name,
+        config=compaction,
+        model=model,
+        transcripts=TranscriptStore(ws.transcripts_dir(name)),
+        sink=sink,
+        identity=lambda: identity_block(cfg, team, tasks.open()),
+        teammates=[a for a in team.names() if a != name],
+        root=ws.root,
+    )
+    agent = Agent(
+        config=cfg,
+        team=team,
+        model=model,
+        mailbox=MaildirMailbox(ws.inbox_dir(name)),
+        board=TaskBoard(ws.tasks_dir),
+        toolbox=_NoTools(),  # type: ignore[arg-type]
+        compactor=compactor,
+        session=SessionLog(ws.session_log(name), fsync=False),
+        sink=sink,
+        waker=PollingWaker(stop),
+        stop=stop,
+    )
+    # as the runtime does: the system prompt and tools count towards the first estimate
+    tools_chars = sum(len(json.dumps(t.to_api())) for t in agent.tools)
+    compactor.overhead_chars = len(agent.system) + tools_chars
+    steps = 0
+    compact_focus: dict[str, str | None] = {}  # tool_use id of a pending `compact` -> focus
+    try:
+        for rec in recording.sessions[name]:
+            if rec["t"] == "user":
+                blocks = [block_from_dict(b) for b in rec["blocks"]]
+                agent.session.user(blocks, rec.get("inbox", []))
+                agent.history.append_user(*blocks)
+                tasks.see(blocks)
+                answered = [b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)]
+                if any(i in compact_focus for i in answered):
+                    focus = next(compact_focus[i] for i in answered if i in compact_focus)
+                    compact_focus.clear()
+                    agent.compact("manual", "tool", focus)
+            elif rec["t"] == "assistant":
+                uses = agent.step()
+                steps += 1
+                compact_focus = {
+                    u.id: str(u.input.get("focus") or "") or None
+                    for u in uses
+                    if u.name == "compact"
+                }
+    except StepFailed as e:
+        where = f"{recording.source}: {name}: step {steps + 1}"
+        raise ReplayError(f"{where} cannot be replayed: {e}") from None
+    finally:
+        agent.session.close()
+    return AgentReplay(steps, len(tasks.subjects), len(tasks.done))
+
+
+def replay_strategy(
+    recording: Recording, name: str, compaction: dict[str, Any], root: Path
+) -> Outcome:
+    """Replay every agent of `recording` under one strategy's `[compaction]` settings.
+
+    Agents are replayed one after another in this thread, so a replay is deterministic.
+    """
+    from team.events import SqliteEventLog
+
+    ws = Workspace.at(root)
+    ws.team_dir.mkdir(parents=True, exist_ok=True)
+    model = ReplayModel(recording.turns())
+    # Over the defaults, not over the recording's team.toml: every strategy means the
+    # same settings whatever the recorded team was configured with.
+    config = CompactionConfig.model_validate(compaction)
+    events = SqliteEventLog(ws.events_db)
+    done = seen = 0
+    try:
+        for agent in recording.sessions:
+            r = replay_agent(recording, agent, model, ws, config, events)
+            done += r.tasks_completed
+            seen += r.tasks_seen
+            if model.left(agent):
+                left = model.left(agent)
+                raise ReplayError(f"{recording.source}: {agent}: {left} replies not replayed")
+    finally:
+        events.close()
+    chars = tool_output_chars(ws, list(recording.sessions))
+    return outcome(name, load(ws.events_db), done, seen, chars)
