@@ -6,6 +6,7 @@ import sys
 
 from team.cli import (  # noqa: F401  (imported for their @app.command registrations)
     demo,
+    experiment_cmd,
     init_cmd,
     messages,
     run,
