@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from team.events import EventSink, SqliteEventLog
 from team.workspace import Workspace
 
 app = typer.Typer(
@@ -32,3 +36,17 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 def workspace(path: Path) -> Workspace:
     return Workspace.at(path)
+
+
+@contextlib.contextmanager
+def event_log(ws: Workspace) -> Iterator[EventSink | None]:
+    """Record deliveries in .team/events.db (§8); a busy or broken db never blocks a send."""
+    try:
+        sink = SqliteEventLog(ws.events_db)
+    except (sqlite3.Error, OSError):
+        yield None
+        return
+    try:
+        yield sink
+    finally:
+        sink.close()

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from team.cli.base import app
+from team.cli.base import app, event_log
 from team.config import render_config
 from team.errors import UserError
 from team.tasks import TaskBoard
@@ -73,10 +73,11 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     seed_project(ws.root)
     config = ws.load_config()
     board = TaskBoard(ws.tasks_dir)
-    for owner, subject in TASKS:
-        task = board.create(subject, owner=owner)
-        if owner:
-            send(ws, config, owner, subject, type="task", task_id=task.id)
+    with event_log(ws) as sink:
+        for owner, subject in TASKS:
+            task = board.create(subject, owner=owner)
+            if owner:
+                send(ws, config, owner, subject, type="task", task_id=task.id, sink=sink)
     return ws
 
 

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import sqlite3
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
-from team.cli.base import DirOption, JsonOption, app, workspace
-from team.events import EventSink, SqliteEventLog
+from team.cli.base import DirOption, JsonOption, app, event_log, workspace
 from team.mailbox import post
 from team.mailbox.maildir import MaildirMailbox, Status
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import make_waker
-from team.workspace import Workspace
 
 FromOption = Annotated[
     str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
@@ -29,20 +24,6 @@ FromOption = Annotated[
 
 FOLLOW_TICK_S = 1.0
 """--follow rescans at least this often, in case a file event was lost."""
-
-
-@contextlib.contextmanager
-def _event_log(ws: Workspace) -> Iterator[EventSink | None]:
-    """Record deliveries in .team/events.db (§8); a busy or broken db never blocks a send."""
-    try:
-        sink = SqliteEventLog(ws.events_db)
-    except (sqlite3.Error, OSError):
-        yield None
-        return
-    try:
-        yield sink
-    finally:
-        sink.close()
 
 
 @app.command()
@@ -55,7 +36,7 @@ def send(
     """Deliver a message to an agent's inbox (works whether or not the team is up)."""
     ws = workspace(dir)
     config = ws.load_config()
-    with _event_log(ws) as sink:
+    with event_log(ws) as sink:
         msg = post.send(ws, config, agent, text, sender=sender, sink=sink)
     typer.echo(f"sent {msg.id} to {agent}")
 
@@ -69,7 +50,7 @@ def broadcast(
     """Deliver a message to every agent but the sender."""
     ws = workspace(dir)
     config = ws.load_config()
-    with _event_log(ws) as sink:
+    with event_log(ws) as sink:
         sent = post.broadcast(ws, config, text, sender=sender, sink=sink)
     if sent:
         typer.echo(f"sent to {', '.join(m.to for m in sent)}")

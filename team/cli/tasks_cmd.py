@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from team.cli.base import DirOption, JsonOption, app, workspace
+from team.cli.base import DirOption, JsonOption, app, event_log, workspace
 from team.errors import UserError
 from team.mailbox import post
 from team.tasks import Task, TaskBoard
@@ -46,7 +46,10 @@ def assign(
         typer.echo(f"task #{task.id} (open)")
         return
     try:
-        post.send(ws, config, agent, text, sender="user", type="task", task_id=task.id)
+        with event_log(ws) as sink:
+            post.send(
+                ws, config, agent, text, sender="user", type="task", task_id=task.id, sink=sink
+            )
     except OSError as e:
         raise UserError(
             f"task #{task.id} was created for {agent}, but delivering it failed: {e}"

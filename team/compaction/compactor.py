@@ -44,8 +44,8 @@ class Compactor:
         identity: Callable[[], str],
         teammates: list[str] | None = None,
         overhead_chars: int = 0,
-        summary_max_tokens: int = 2000,
-        summary_input_budget: int = 60_000,
+        summary_max_tokens: int = 4096,
+        summary_input_budget: int = 120_000,
         root: Path | None = None,
     ) -> None:
         self.agent = agent

@@ -118,8 +118,8 @@ class Summariser:
         model: Model,
         *,
         agent: str,
-        max_tokens: int = 2000,
-        input_budget_tokens: int = 60_000,
+        max_tokens: int = 4096,
+        input_budget_tokens: int = 120_000,
         on_call=None,
     ) -> None:
         self.model = model
