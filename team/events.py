@@ -176,14 +176,15 @@ class SqliteEventLog:
             while not self._q.empty() and len(batch) < 500:
                 batch.append(self._q.get_nowait())
             stop = False
-            with self._conn:
-                for ev in batch:
-                    if ev is None:
-                        stop = True
-                    elif isinstance(ev, _Marker):
-                        continue
-                    else:
-                        self._write(ev)
+            try:
+                with self._conn:
+                    for ev in batch:
+                        if ev is None:
+                            stop = True
+                        elif not isinstance(ev, _Marker):
+                            self._write(ev)
+            except sqlite3.Error as e:  # e.g. disk full at commit: lose the batch, not the writer
+                log.warning("could not record %d events: %s", len(batch), e)
             for ev in batch:
                 if isinstance(ev, _Marker):
                     ev.done.set()

@@ -159,3 +159,56 @@ def test_a_crashed_agent_thread_is_restarted_and_finishes(tmp_path):
     kinds = [e.kind for e in sink.of(AgentEvent) if e.agent == "alice"]
     assert "crashed" in kinds and "restarted" in kinds
     assert TaskBoard(ws.tasks_dir).all_done()
+
+
+def test_shutdown_during_a_tool_batch_keeps_the_batch_and_repeats_nothing(tmp_path):
+    ws = workspace(tmp_path)
+    send = ToolUseBlock("toolu_s", "send_message", {"to": "bob", "content": "hello bob"})
+    look = ToolUseBlock("toolu_r", "read_inbox", {})
+
+    def first(request):  # `team down` lands while the model is thinking
+        deliver(ws, "alice", "stop please", sender="user", type="shutdown_request")
+        return reply(send, look)
+
+    model = ScriptedModel([first], default=reply("ok"))
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "go", sender="user")
+    agent.run()  # runs the batch (read_inbox sees the request), then stops at the boundary
+    assert len(model.requests) == 1
+    bob = MaildirMailbox(ws.inbox_dir("bob")).pending()
+    assert [m.content for m in bob] == ["hello bob"]
+    answers = MaildirMailbox(ws.inbox_dir("user")).pending()
+    assert [m.type for m in answers] == ["shutdown_response"]
+    again = runtime(ws, ScriptedModel(default=reply("ok"))).build_agent("alice")
+    again.resume()
+    results = [b for b in again.history.messages[-1].content if isinstance(b, ToolResultBlock)]
+    assert {r.tool_use_id for r in results} == {"toolu_s", "toolu_r"}
+    assert not any("Interrupted" in r.content for r in results)
+
+
+def test_a_teammate_cannot_shut_another_agent_down(tmp_path):
+    ws = workspace(tmp_path)
+    agent = runtime(ws, ScriptedModel()).build_agent("bob")
+    r = agent.toolbox.run(
+        "send_message", {"to": "alice", "content": "stop", "msg_type": "shutdown_request"}
+    )
+    assert r.is_error and "msg_type" in r.content
+    assert MaildirMailbox(ws.inbox_dir("alice")).pending() == []
+
+
+def test_a_task_claimed_just_before_a_crash_is_not_forgotten(tmp_path):
+    ws = workspace(tmp_path)
+    model = ScriptedModel(default=reply("ok"))
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "hello", sender="user")
+    agent.has_work()
+    agent.turn()
+    agent.session.close()
+    # the claim reached the board, the process died before the session log heard of it
+    board = TaskBoard(ws.tasks_dir)
+    task = board.create("Write the changelog")
+    board.claim(task.id, "alice")
+    again = runtime(ws, model).build_agent("alice")
+    again.resume()
+    assert again.has_work()
+    assert f"#{task.id} Write the changelog" in again.history.messages[-1].text()

@@ -215,3 +215,25 @@ def test_compaction_event_has_the_fields_people_study(tmp_path, layer):
     assert ev.tokens_before > ev.tokens_after > 0
     assert ev.messages_before == 13 and ev.messages_after == 1
     assert ev.summary_chars > 0 and ev.duration_s >= 0 and ev.retention is not None
+
+
+def test_a_transcript_that_cannot_be_written_is_a_failed_compaction(tmp_path):
+    c, sink, _ = make(tmp_path)
+    (tmp_path / ".transcripts").write_text("not a folder")  # the archive cannot be created
+    h = History(conversation(6))
+    before = json.dumps([m.to_dict() for m in h.messages])
+    assert c.compact(h, layer="auto", trigger="threshold") is None
+    assert json.dumps([m.to_dict() for m in h.messages]) == before
+    ev = sink.of(CompactionEvent)[-1]
+    assert not ev.success and "transcript" in ev.error
+
+
+def test_a_fresh_context_above_the_threshold_does_not_compact_on_every_call(tmp_path):
+    c, _, _ = make(tmp_path, threshold=150)
+    h = c.compact(History(conversation(6)), layer="auto", trigger="threshold")
+    assert c.floor > 150  # identity + summary alone are above this tiny threshold
+    h.messages += tool_round(50, output="x" * 120)
+    assert not c.should_auto(h)  # must grow by half the threshold first
+    for i in range(51, 60):
+        h.messages += tool_round(i)
+    assert c.should_auto(h)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -136,3 +137,31 @@ def test_the_demo_from_a_fresh_tree_finishes_by_itself(tmp_path):
     assert "6 of 6 completed" in r.stdout
     assert (tree / "demo" / ".team" / "events.db").exists()
     assert Path(tree / "demo" / "team.toml").exists()
+
+
+def test_a_quick_look_by_status_does_not_block_up(tmp_path):
+    import fcntl
+
+    ws = make_workspace(tmp_path / "ws", "sim")
+    ws.team_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(ws.lock_path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # what `team status` holds for an instant
+    try:
+        lock = TeamLock(ws.lock_path)
+        import threading
+
+        threading.Timer(0.3, lambda: os.close(fd)).start()
+        lock.acquire()
+        lock.release()
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_a_corrupt_event_database_is_one_line(tmp_path):
+    ws = make_workspace(tmp_path / "ws", "sim")
+    ws.team_dir.mkdir(parents=True, exist_ok=True)
+    ws.events_db.write_bytes(b"this is not sqlite" * 100)
+    r = run_team("up", "--until-idle", "--dir", str(ws.root))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "events.db" in r.stderr and "Traceback" not in r.stderr

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from team.errors import UserError
 
+ACQUIRE_GRACE_S = 1.0
+
 
 class TeamLock:
     """An exclusive `flock` on the lock file, released by the kernel even on `kill -9`.
@@ -25,9 +27,17 @@ class TeamLock:
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        # `team status` and `team down` hold a shared lock for an instant to look: retry
+        # briefly so that a look never makes `team up` think a team is running
+        deadline = time.monotonic() + ACQUIRE_GRACE_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
             os.close(fd)
             pid = self.holder_pid()
             who = f" (pid {pid})" if pid else ""

@@ -7,6 +7,7 @@ collaborators (model, mailbox, board, toolbox, compactor, session log) do the re
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -16,17 +17,20 @@ from team.agents.session import SessionLog
 from team.agents.tools import Toolbox, tool_specs
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
+from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
-from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
 from team.events import AgentEvent, DeliveryEvent, EventSink, ModelCallEvent
 from team.llm.base import Model, ModelError, ModelRequest
 from team.mailbox.maildir import Claimed, MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import Waker
 from team.tasks import TaskBoard
+from team.workspace import USER
 
 log = logging.getLogger(__name__)
 
+TASK_REF = re.compile(r'#(\d+)|task="(\d+)"|"task_id": "?(\d+)')  # how task ids appear
 BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 EMPTY_REPLY = "(no reply)"
@@ -90,6 +94,7 @@ class Agent:
         self._error_backoff = 0.0
         self._pending_done: list[Claimed] = []
         self._board_checked = 0.0
+        self._shutdown: Claimed | None = None
         self.last_error: str | None = None
 
     def identity(self) -> str:
@@ -101,18 +106,31 @@ class Agent:
         """Resume from the session log, then work until asked to stop."""
         self.resume()
         try:
-            while not self.stop.is_set():
+            while True:
+                self.check_stop()
                 if self.has_work():
                     self.status.state = "working"
                     self.turn()
                 else:
                     self.status.state = "idle"
+                    self.check_stop()
                     self.waker.wait(self.poll_s)
         except Shutdown:
             pass
         finally:
             self.status.state = "stopped"
             self.session.close()
+            self.waker.close()
+
+    def check_stop(self) -> None:
+        """At a step boundary: answer a pending shutdown request, or honour a hard stop."""
+        if self._shutdown is not None:
+            claimed, self._shutdown = self._shutdown, None
+            self._answer_shutdown(claimed.message)
+            self.mailbox.done(claimed)
+            raise Shutdown
+        if self.stop.is_set():
+            raise Shutdown
 
     def resume(self) -> None:
         self.history = self.session.load()
@@ -120,13 +138,30 @@ class Agent:
         if cut:
             self._add_user(cut)
             self.sink.emit(AgentEvent(self.name, "resumed", f"{len(cut)} interrupted tool calls"))
+        self._tell_untold_tasks()
         self.status.compactions = self.history.segment
         self.status.context_tokens = self.compactor.estimate(self.history)
+
+    def _tell_untold_tasks(self) -> None:
+        """Tasks we own that neither our conversation nor our inbox mentions.
+
+        A claim is recorded on the board before it reaches the session log, so a crash
+        in between would leave a task owned by an agent that never heard of it.
+        """
+        text = "\n".join(render_block(b) for m in self.history.messages for b in m.content)
+        known = {int(next(g for g in m.groups() if g)) for m in TASK_REF.finditer(text)}
+        known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
+        untold = [t for t in self.board.open_for(self.name) if t.id not in known]
+        if untold:
+            listing = "; ".join(f"#{t.id} {t.subject}" for t in untold)
+            self._add_user([TextBlock(f"You own these open tasks: {listing}. Work on them.")])
 
     def has_work(self) -> bool:
         """Unanswered input, new mail, or an open task nobody has claimed (which we claim)."""
         if self.take_inbox():
             return True
+        if self._shutdown is not None:
+            return False  # stopping: take on nothing new
         if self.history.messages and self.history.messages[-1].role == "user":
             return True
         # Idle agents poll; reading the whole board every poll made 100 idle agents cost
@@ -150,6 +185,8 @@ class Agent:
     def turn(self) -> None:
         """Call the model and run its tools until it ends its turn."""
         reminded = False
+        mine = self.board.open_for(self.name)
+        self.status.task = mine[0].id if mine else None
         for _ in range(MAX_STEPS_PER_TURN):
             self.take_inbox()
             try:
@@ -178,8 +215,7 @@ class Agent:
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls."""
-        if self.stop.is_set():
-            raise Shutdown
+        self.check_stop()
         if self.compactor.should_auto(self.history):
             self.compact("auto", "threshold")
         view = self.compactor.view(self.history)
@@ -215,12 +251,11 @@ class Agent:
                 duration_s=time.monotonic() - start,
             )
         )
-        message = response.message()
-        if not message.content or not any(
-            isinstance(b, ToolUseBlock) or (isinstance(b, TextBlock) and b.text.strip())
-            for b in message.content
-        ):
-            message = type(message)("assistant", (TextBlock(EMPTY_REPLY),))
+        # whitespace-only text would make every later request a 400: keep what is real
+        kept = tuple(
+            b for b in response.content if not (isinstance(b, TextBlock) and not b.text.strip())
+        )
+        message = Message("assistant", kept or (TextBlock(EMPTY_REPLY),))
         self.session.assistant(message, u)
         self.history.append_response(message, u)
         self.status.calls += 1
@@ -291,12 +326,11 @@ class Agent:
             if self.session.seen(msg.id):
                 self.mailbox.done(claimed)
                 continue
-            if msg.type == "shutdown_request" and msg.timestamp >= self.started_at:
-                self._answer_shutdown(msg)
-                self.mailbox.done(claimed)
-                raise Shutdown
-            if msg.type in ("shutdown_request", "shutdown_response"):
-                self.mailbox.done(claimed)  # stale, from an earlier run: nothing to do
+            if msg.type == "shutdown_request" and msg.sender == USER:
+                if msg.timestamp < self.started_at:
+                    self.mailbox.done(claimed)  # stale, from an earlier run: nothing to do
+                elif self._shutdown is None:
+                    self._shutdown = claimed  # answered at the next step boundary
                 continue
             self._pending_done.append(claimed)
             fresh.append(msg)

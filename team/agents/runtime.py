@@ -61,6 +61,8 @@ class Runtime:
         self.agents: dict[str, Agent] = {}
         self.threads: dict[str, threading.Thread] = {}
         self.crashes: dict[str, int] = {}
+        # kept across restarts of an agent's thread, so a failing summariser stays paused
+        self.compactors: dict[str, Compactor] = {}
         self._stopping = False
 
     # -- building ------------------------------------------------------------------------
@@ -71,16 +73,19 @@ class Runtime:
         session = SessionLog(self.ws.session_log(name), fsync=self.fsync)
         toolbox = Toolbox(self.ws, name, self.config, self.board, sink=self.sink, stop=self.stop)
         agent_ref: list[Agent] = []
-        compactor = Compactor(
+        compactor = self.compactors.get(name) or Compactor(
             agent=name,
             config=self.config.compaction_for(name),
             model=self.model,
             transcripts=TranscriptStore(self.ws.transcripts_dir(name)),
             sink=self.sink,
-            identity=lambda: agent_ref[0].identity(),
+            identity=lambda: "",
             teammates=[a for a in self.config.names() if a != name],
             root=self.ws.root,
         )
+        compactor.identity = lambda: agent_ref[0].identity()
+        compactor.micro.reset()  # the new agent's history is reloaded from the log
+        self.compactors[name] = compactor
         agent = Agent(
             config=cfg,
             team=self.config,
@@ -157,7 +162,8 @@ class Runtime:
         """Every agent idle, every inbox empty and no task open."""
         for name in self.config.names():
             agent = self.agents.get(name)
-            if agent is None or agent.status.state != "idle":
+            # a stopped agent takes on nothing more: it counts as idle
+            if agent is None or agent.status.state not in ("idle", "stopped"):
                 return False
             if MaildirMailbox(self.ws.inbox_dir(name)).has_pending():
                 return False
@@ -209,6 +215,11 @@ class Runtime:
         self.stop.set()
         for t in self.threads.values():
             t.join(timeout=10)
+        if self.alive():
+            # keep the lock: a second `team up` must not write to logs we still write;
+            # the kernel releases it when this process exits
+            log.warning("agents still running at close: %s", ", ".join(self.alive()))
+            return
         self.lock.release()
 
     # -- status --------------------------------------------------------------------------

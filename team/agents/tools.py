@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 from team.agents import fs_tools
 from team.agents.shell import run_command
@@ -21,13 +21,13 @@ from team.errors import UserError
 from team.events import EventSink
 from team.llm.base import ToolSpec
 from team.mailbox import post
-from team.mailbox.message import MessageType
 from team.tasks import TaskBoard
 from team.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 LOOP_TOOLS = frozenset({"compact", "idle", "read_inbox"})
+AGENT_MSG_TYPES = ("message", "task")  # shutdown types are for the runtime and the CLI
 """Tools the agent loop handles itself; `Toolbox.run` refuses them."""
 
 
@@ -107,7 +107,7 @@ def tool_specs() -> list[ToolSpec]:
                 "content": _str("The message text."),
                 "msg_type": {
                     "type": "string",
-                    "enum": list(get_args(MessageType)),
+                    "enum": list(AGENT_MSG_TYPES),
                     "description": 'Message type (default "message").',
                 },
             },
@@ -251,8 +251,9 @@ class Toolbox:
     def _send_message(self, input: dict[str, Any]) -> str:
         to, content = _need_str(input, "to"), _need_str(input, "content")
         msg_type = _opt_str(input, "msg_type") or "message"
-        if msg_type not in get_args(MessageType):
-            kinds = ", ".join(get_args(MessageType))
+        if msg_type not in AGENT_MSG_TYPES:
+            # shutdown is the runtime's business: a teammate must not stop another one
+            kinds = ", ".join(AGENT_MSG_TYPES)
             raise ToolInputError(f"unknown msg_type {msg_type!r} (one of: {kinds})")
         if to == self.agent:
             raise ToolInputError("you cannot send a message to yourself")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sqlite3
 import sys
 import time
 from typing import Annotated
@@ -54,9 +55,15 @@ def up(
     lock = TeamLock(ws.lock_path)
     if lock.is_held():  # say so before opening anything else
         lock.acquire()
-    events = SqliteEventLog(ws.events_db)
+    try:
+        events = SqliteEventLog(ws.events_db)
+    except sqlite3.DatabaseError as e:
+        raise UserError(
+            f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"
+        ) from None
     sinks = [events, counter] if live else [events, counter, EventPrinter()]
     runtime = Runtime(ws, config, llm, FanoutSink(*sinks))
+    _handle_signals(runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
     try:
         runtime.start()
     except UserError:
@@ -66,7 +73,6 @@ def up(
     label = " - an offline simulation, no real model is called" if model_id == "sim" else ""
     print(f"team {config.team.name!r} up in {ws.root}: {names}; model {model_id}{label}")
     print("Ctrl-C or `team down` stops it.", flush=True)
-    _handle_signals(runtime)
     start = time.monotonic()
     try:
         if live:

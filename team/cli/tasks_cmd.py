@@ -60,8 +60,9 @@ def assign(
 @app.command()
 def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     """Show the task board."""
-    board = TaskBoard(workspace(dir).tasks_dir)
-    items = board.list()
+    ws = workspace(dir)
+    ws.load_config()  # a typo'd --dir is an error, not an empty board
+    items = TaskBoard(ws.tasks_dir).list()
     if json_out:
         typer.echo(json.dumps([t.model_dump() for t in items], indent=2))
         return

@@ -67,6 +67,7 @@ class Compactor:
         self.failures = 0
         self.paused = False
         self.last_transcript: str | None = None
+        self.floor = 0  # estimated size of the last fresh context
 
     # -- layer 1 -------------------------------------------------------------------------
 
@@ -95,12 +96,15 @@ class Compactor:
         return estimate(history, self.overhead_chars)
 
     def should_auto(self, history: History) -> bool:
+        # After a compaction the context must grow again before the next one: when the
+        # fresh context alone is near the threshold, every call would pay for a summary.
+        bar = max(self.config.threshold, self.floor + self.config.threshold // 2)
         return (
             self.config.auto
             and not self.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
-            and self.estimate(history) > self.config.threshold
+            and self.estimate(history) > bar
         )
 
     def compact(
@@ -115,13 +119,27 @@ class Compactor:
         except SummaryFailed as e:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, str(e))
             return None
-        path = self.transcripts.write(history.messages, layer)
+        try:
+            path = self.transcripts.write(history.messages, layer)
+        except OSError as e:  # e.g. disk full: keep the history, count it as a failure
+            err = f"could not write the transcript: {e}"
+            self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
+            return None
         shown = path.relative_to(self.root) if self.root else path
         self.last_transcript = str(shown)
         first = self._new_context(identity, summary, shown, layer, history)
         new = History(messages=[first], segment=history.segment + 1)
         self.micro.reset()
         self.failures = 0
+        self.floor = self.estimate(new)
+        if self.floor > self.config.threshold:
+            log.warning(
+                "%s: a fresh context is already %d tokens, above the threshold %d; "
+                "auto-compaction waits until it grows by half the threshold",
+                self.agent,
+                self.floor,
+                self.config.threshold,
+            )
         if layer == "manual" and self.paused:
             self.paused = False
             self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
@@ -166,8 +184,9 @@ class Compactor:
     def _unseen(history: History) -> str:
         """Content after the last assistant turn: the model has not seen it yet.
 
-        Inbox messages are carried in full (they are instructions); tool output is
-        carried up to `CARRY_CHARS` each, with a pointer to the transcript for the rest.
+        Text (inbox messages, reminders) is carried in full: it is instructions. Tool
+        results, `read_inbox` included, are carried up to `CARRY_CHARS` each, with a
+        pointer to the transcript for the rest.
         """
         if not history.messages or history.messages[-1].role != "user":
             return ""
