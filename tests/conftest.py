@@ -20,8 +20,13 @@ def _no_real_api(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # discard port: refused
 
 
-def run_team(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 60,
-             input: str | None = None) -> subprocess.CompletedProcess:
+def run_team(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 60,
+    input: str | None = None,
+) -> subprocess.CompletedProcess:
     """Run the CLI as a user would: a subprocess, text output."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

@@ -146,9 +146,12 @@ class FakeMessagesAPI:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeMessagesAPI:
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="fakeapi")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="fakeapi",
+        )
         self._thread.start()
         return self
 

@@ -15,14 +15,38 @@ from typing import Any
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-BLOCK_TYPES = {"text", "image", "document", "tool_use", "tool_result", "thinking",
-               "redacted_thinking"}
+BLOCK_TYPES = {
+    "text",
+    "image",
+    "document",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+}
 TOOL_CHOICE_TYPES = {"auto", "any", "tool", "none"}
 # Parameters of POST /v1/messages; anything else is "Extra inputs are not permitted".
 TOP_LEVEL_KEYS = {
-    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "metadata",
-    "stop_sequences", "stream", "temperature", "top_p", "top_k", "thinking", "cache_control",
-    "service_tier", "container", "output_config", "inference_geo", "speed", "diagnostics",
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "tools",
+    "tool_choice",
+    "metadata",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "thinking",
+    "cache_control",
+    "service_tier",
+    "container",
+    "output_config",
+    "inference_geo",
+    "speed",
+    "diagnostics",
 }
 MAX_BREAKPOINTS = 4
 
@@ -99,8 +123,10 @@ def request_problems(body: Any, *, allow_prefill: bool = False) -> Iterator[str]
         yield from _messages_problems(messages, tools, tool_names, allow_prefill, counted)
         breakpoints += sum(counted)
     if breakpoints > MAX_BREAKPOINTS:
-        yield (f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
-               f"Found {breakpoints}.")
+        yield (
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {breakpoints}."
+        )
 
 
 def _text_problems(where: str, text: Any) -> Iterator[str]:
@@ -180,12 +206,16 @@ def _messages_problems(
                 elif seen_other:
                     yield f"{at}: tool_result blocks must come before any other content"
                 elif not tools:
-                    yield ("Requests which include `tool_use` or `tool_result` blocks must "
-                           "define tools.")
+                    yield (
+                        "Requests which include `tool_use` or `tool_result` blocks must "
+                        "define tools."
+                    )
                 elif tid not in prev_uses:
-                    yield (f"{at}: unexpected `tool_use_id` found in `tool_result` blocks: {tid}. "
-                           "Each `tool_result` block must have a corresponding `tool_use` "
-                           "block in the previous message.")
+                    yield (
+                        f"{at}: unexpected `tool_use_id` found in `tool_result` blocks: {tid}. "
+                        "Each `tool_result` block must have a corresponding `tool_use` "
+                        "block in the previous message."
+                    )
                 elif tid in answered:
                     yield f"{at}: duplicate tool_result for tool_use_id {tid}"
                 answered.add(tid)
@@ -194,18 +224,24 @@ def _messages_problems(
                 seen_other = True
         missing = [u for u in prev_uses if u not in answered]
         if missing:
-            yield (f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks "
-                   f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
-                   "a corresponding `tool_result` block in the next message.")
+            yield (
+                f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
+                "a corresponding `tool_result` block in the next message."
+            )
         prev_uses = uses
     last = messages[-1]
     if isinstance(last, dict) and last.get("role") == "assistant":
         if prev_uses:
-            yield ("messages: the final assistant message has `tool_use` blocks without "
-                   "`tool_result` blocks after them (prefill cannot contain tool_use)")
+            yield (
+                "messages: the final assistant message has `tool_use` blocks without "
+                "`tool_result` blocks after them (prefill cannot contain tool_use)"
+            )
         elif not allow_prefill:
-            yield ("messages: this model does not support assistant message prefill; "
-                   "the conversation must end with a user message")
+            yield (
+                "messages: this model does not support assistant message prefill; "
+                "the conversation must end with a user message"
+            )
         else:
             final = last.get("content")
             tail = final if isinstance(final, str) else (final or [None])[-1]
@@ -294,8 +330,9 @@ class PromptCache:
         if not marks:
             return total, 0, 0
         with self._lock:
-            read_at = max((i for i in range(marks[-1] + 1) if prefix[i][0] in self._entries),
-                          default=-1)
+            read_at = max(
+                (i for i in range(marks[-1] + 1) if prefix[i][0] in self._entries), default=-1
+            )
             self._entries.update(prefix[i][0] for i in marks)
         read = prefix[read_at][1] if read_at >= 0 else 0
         write = prefix[marks[-1]][1] - read if marks[-1] > read_at else 0

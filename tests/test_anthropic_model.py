@@ -16,15 +16,25 @@ from team.llm.anthropic_model import AnthropicModel
 from team.llm.base import ModelError, ModelRequest, ToolSpec
 
 KEY = "sk-test-dummy-0123456789"
-BASH = ToolSpec("bash", "Run a shell command.",
-                {"type": "object", "properties": {"command": {"type": "string"}},
-                 "required": ["command"]})
-READ = ToolSpec("read_file", "Read a file.",
-                {"type": "object", "properties": {"path": {"type": "string"}}})
-CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE",
-                   "ANTHROPIC_IDENTITY_TOKEN", "ANTHROPIC_IDENTITY_TOKEN_FILE",
-                   "ANTHROPIC_FEDERATION_RULE_ID", "ANTHROPIC_ORGANIZATION_ID",
-                   "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_CONFIG_DIR")
+BASH = ToolSpec(
+    "bash",
+    "Run a shell command.",
+    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
+READ = ToolSpec(
+    "read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}
+)
+CREDENTIAL_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_PROFILE",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN_FILE",
+    "ANTHROPIC_FEDERATION_RULE_ID",
+    "ANTHROPIC_ORGANIZATION_ID",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_CONFIG_DIR",
+)
 
 
 def closed_port_url() -> str:
@@ -65,8 +75,13 @@ def test_text_round_trip_and_request_shape(monkeypatch):
     assert call.status == 200 and call.headers["authorization"] == "<redacted>"
     body = call.body
     assert body["model"] == "claude-test-1" and body["max_tokens"] == 321
-    assert body["system"] == [{"type": "text", "text": "You are 'alice', role: coder, team: demo.",
-                               "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {
+            "type": "text",
+            "text": "You are 'alice', role: coder, team: demo.",
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
     assert "tools" not in body and "tool_choice" not in body
     usage = call.response["usage"]
@@ -77,11 +92,14 @@ def test_text_round_trip_and_request_shape(monkeypatch):
 
 def test_tool_loop_round_trip_stays_valid(monkeypatch):
     replies = [
-        {"content": [{"type": "thinking", "thinking": "plan", "signature": "sig"},
-                     {"type": "text", "text": "\n\n"},  # whitespace: must not reach history
-                     {"type": "tool_use", "id": "toolu_a1", "name": "bash",
-                      "input": {"command": "ls"}}],
-         "stop_reason": "tool_use"},
+        {
+            "content": [
+                {"type": "thinking", "thinking": "plan", "signature": "sig"},
+                {"type": "text", "text": "\n\n"},  # whitespace: must not reach history
+                {"type": "tool_use", "id": "toolu_a1", "name": "bash", "input": {"command": "ls"}},
+            ],
+            "stop_reason": "tool_use",
+        },
         "Two files.",
     ]
     with serve(monkeypatch, FakeMessagesAPI(ScriptedResponder(replies))) as api:
@@ -107,9 +125,15 @@ def test_usage_maps_cache_read_and_write(monkeypatch):
         second = model.complete(request()).usage
     assert first.cache_read_tokens == 0 and first.cache_write_tokens > 0
     assert second.cache_read_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
-    reported = {"content": [{"type": "text", "text": "ok"}], "usage": {
-        "input_tokens": 11, "output_tokens": 5, "cache_read_input_tokens": 7,
-        "cache_creation_input_tokens": 3}}
+    reported = {
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {
+            "input_tokens": 11,
+            "output_tokens": 5,
+            "cache_read_input_tokens": 7,
+            "cache_creation_input_tokens": 3,
+        },
+    }
     with serve(monkeypatch, FakeMessagesAPI(lambda req: reported)):
         usage = AnthropicModel("claude-test-1").complete(request()).usage
     assert (usage.input_tokens, usage.output_tokens) == (11, 5)
@@ -125,8 +149,9 @@ def conversation(turns: int) -> list[Message]:
 
 
 def marked(body: dict) -> list[int]:
-    return [i for i, m in enumerate(body["messages"])
-            if any("cache_control" in b for b in m["content"])]
+    return [
+        i for i, m in enumerate(body["messages"]) if any("cache_control" in b for b in m["content"])
+    ]
 
 
 def test_cache_breakpoints_go_on_the_last_block_and_never_exceed_four(monkeypatch):
@@ -135,8 +160,9 @@ def test_cache_breakpoints_go_on_the_last_block_and_never_exceed_four(monkeypatc
         two_blocks = [Message.user("start", "second block"), *conversation(1)[1:]]
         model.complete(request(*two_blocks, cache_breakpoints=(0, 2)))
         model.complete(request(*conversation(4), cache_breakpoints=(0, 2, 4, 6, 8)))
-        model.complete(request(*conversation(4), cache_breakpoints=(8, 0, 2, 4, 6, 6),
-                               cache_system=False))
+        model.complete(
+            request(*conversation(4), cache_breakpoints=(8, 0, 2, 4, 6, 6), cache_system=False)
+        )
     assert api.rejections == []
     first, second, third = api.requests
     assert marked(first) == [0, 2]
@@ -218,7 +244,8 @@ def test_missing_api_key_is_a_user_error(monkeypatch, tmp_path):
     with pytest.raises(UserError) as err:
         AnthropicModel("claude-test-1")
     assert str(err.value) == (
-        "ANTHROPIC_API_KEY is not set; set it, or run offline with --model sim")
+        "ANTHROPIC_API_KEY is not set; set it, or run offline with --model sim"
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "")
     with pytest.raises(UserError):
         make_model("claude-sonnet-4-5")
@@ -247,8 +274,13 @@ def test_concurrent_calls_from_many_threads(monkeypatch):
         def agent(n: int) -> None:
             try:
                 for i in range(4):
-                    results.append(model.complete(request(Message.user(f"agent {n} step {i}"),
-                                                          tools=[BASH], agent=f"a{n}")))
+                    results.append(
+                        model.complete(
+                            request(
+                                Message.user(f"agent {n} step {i}"), tools=[BASH], agent=f"a{n}"
+                            )
+                        )
+                    )
             except Exception as e:  # surfaced below: a thread's failure must fail the test
                 errors.append(e)
 

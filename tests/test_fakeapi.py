@@ -17,8 +17,11 @@ import pytest
 from fakeapi import FakeMessagesAPI, ScriptedResponder, load_record
 
 HERE = Path(__file__).parent
-HEADERS = {"x-api-key": "sk-test-dummy", "anthropic-version": "2023-06-01",
-           "content-type": "application/json"}
+HEADERS = {
+    "x-api-key": "sk-test-dummy",
+    "anthropic-version": "2023-06-01",
+    "content-type": "application/json",
+}
 SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}}
 TOOLS = [
     {"name": "bash", "description": "run a command", "input_schema": SCHEMA},
@@ -35,22 +38,37 @@ def valid() -> dict[str, Any]:
         "tools": copy.deepcopy(TOOLS),
         "messages": [
             {"role": "user", "content": "list the files"},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Listing."},
-                {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt b.txt"},
-                {"type": "text", "text": "go on"},
-            ]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Listing."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "bash",
+                        "input": {"command": "ls"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt b.txt"},
+                    {"type": "text", "text": "go on"},
+                ],
+            },
         ],
     }
 
 
 def post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, dict]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}/v1/messages", data=data, method="POST",
-                                 headers=HEADERS if headers is None else headers)
+    req = urllib.request.Request(
+        f"{url}/v1/messages",
+        data=data,
+        method="POST",
+        headers=HEADERS if headers is None else headers,
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
@@ -83,81 +101,128 @@ INVALID = {
     "no messages": (lambda b: b.update(messages=[]), "at least one message"),
     "first message assistant": (
         lambda b: msgs(b).insert(0, {"role": "assistant", "content": "hi"}),
-        "first message must use the user role"),
+        "first message must use the user role",
+    ),
     "unknown role": (lambda b: msgs(b)[0].update(role="system"), "'user' or 'assistant'"),
     "empty content list": (lambda b: msgs(b)[0].update(content=[]), "non-empty"),
     "empty content string": (lambda b: msgs(b)[0].update(content=""), "must be non-empty"),
     "empty text block": (
         lambda b: msgs(b)[2]["content"][1].update(text=""),
-        "text content blocks must be non-empty"),
+        "text content blocks must be non-empty",
+    ),
     "whitespace text block": (
-        lambda b: msgs(b)[1]["content"][0].update(text=" \n"), "non-whitespace text"),
+        lambda b: msgs(b)[1]["content"][0].update(text=" \n"),
+        "non-whitespace text",
+    ),
     "tool_use without result": (
         lambda b: msgs(b)[2].update(content="no results here"),
-        "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"),
+        "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1",
+    ),
     "result for unknown tool_use": (
         lambda b: msgs(b)[2]["content"][0].update(tool_use_id="toolu_9"),
-        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_9"),
+        "unexpected `tool_use_id` found in `tool_result` blocks: toolu_9",
+    ),
     "result after text": (
-        lambda b: msgs(b)[2]["content"].reverse(), "must come before any other content"),
+        lambda b: msgs(b)[2]["content"].reverse(),
+        "must come before any other content",
+    ),
     "duplicate tool_use ids": (
-        lambda b: (msgs(b)[1]["content"].append(dict(msgs(b)[1]["content"][1])),
-                   msgs(b)[2]["content"].insert(1, dict(msgs(b)[2]["content"][0]))),
-        "ids must be unique: toolu_1"),
+        lambda b: (
+            msgs(b)[1]["content"].append(dict(msgs(b)[1]["content"][1])),
+            msgs(b)[2]["content"].insert(1, dict(msgs(b)[2]["content"][0])),
+        ),
+        "ids must be unique: toolu_1",
+    ),
     "tool_result in assistant turn": (
-        lambda b: msgs(b)[1]["content"].insert(0, {"type": "tool_result", "tool_use_id": "x",
-                                                   "content": "r"}),
-        "only allowed in user messages"),
+        lambda b: msgs(b)[1]["content"].insert(
+            0, {"type": "tool_result", "tool_use_id": "x", "content": "r"}
+        ),
+        "only allowed in user messages",
+    ),
     "tool_use in user turn": (
-        lambda b: msgs(b)[0].update(content=[{"type": "tool_use", "id": "toolu_0",
-                                              "name": "bash", "input": {}}]),
-        "only allowed in assistant messages"),
+        lambda b: msgs(b)[0].update(
+            content=[{"type": "tool_use", "id": "toolu_0", "name": "bash", "input": {}}]
+        ),
+        "only allowed in assistant messages",
+    ),
     "ends on assistant tool_use": (lambda b: msgs(b).pop(), "prefill cannot contain tool_use"),
     "plain prefill": (
         lambda b: msgs(b).append({"role": "assistant", "content": "Sure"}),
-        "does not support assistant message prefill"),
+        "does not support assistant message prefill",
+    ),
     "more than four cache breakpoints": (
-        lambda b: (b["system"][0].update(cache_control={"type": "ephemeral"}),
-                   b["tools"][1].update(cache_control={"type": "ephemeral"}),
-                   *(blk.update(cache_control={"type": "ephemeral"})
-                     for m in msgs(b)[1:] for blk in m["content"])),
-        "A maximum of 4 blocks with cache_control may be provided. Found 6."),
+        lambda b: (
+            b["system"][0].update(cache_control={"type": "ephemeral"}),
+            b["tools"][1].update(cache_control={"type": "ephemeral"}),
+            *(
+                blk.update(cache_control={"type": "ephemeral"})
+                for m in msgs(b)[1:]
+                for blk in m["content"]
+            ),
+        ),
+        "A maximum of 4 blocks with cache_control may be provided. Found 6.",
+    ),
     "top-level cache_control counts": (
-        lambda b: (b.update(cache_control={"type": "ephemeral"}),
-                   *(blk.update(cache_control={"type": "ephemeral"})
-                     for m in msgs(b)[1:] for blk in m["content"])),
-        "Found 5."),
+        lambda b: (
+            b.update(cache_control={"type": "ephemeral"}),
+            *(
+                blk.update(cache_control={"type": "ephemeral"})
+                for m in msgs(b)[1:]
+                for blk in m["content"]
+            ),
+        ),
+        "Found 5.",
+    ),
     "cache_control type": (
         lambda b: b["system"][0].update(cache_control={"type": "persistent"}),
-        "cache_control.type: Input should be 'ephemeral'"),
+        "cache_control.type: Input should be 'ephemeral'",
+    ),
     "cache_control ttl": (
         lambda b: b["system"][0].update(cache_control={"type": "ephemeral", "ttl": "1d"}),
-        "cache_control.ttl"),
+        "cache_control.ttl",
+    ),
     "tool name with a space": (
-        lambda b: b["tools"][0].update(name="run bash"), "tools.0.name: String should match"),
+        lambda b: b["tools"][0].update(name="run bash"),
+        "tools.0.name: String should match",
+    ),
     "tool name too long": (
-        lambda b: b["tools"][1].update(name="x" * 65), "tools.1.name: String should match"),
+        lambda b: b["tools"][1].update(name="x" * 65),
+        "tools.1.name: String should match",
+    ),
     "duplicate tool names": (
-        lambda b: b["tools"][1].update(name="bash"), "Tool names must be unique"),
+        lambda b: b["tools"][1].update(name="bash"),
+        "Tool names must be unique",
+    ),
     "tool without input_schema": (lambda b: b["tools"][0].pop("input_schema"), "input_schema"),
     "unknown tool_choice": (
-        lambda b: b.update(tool_choice={"type": "sometimes"}), "tool_choice.type"),
+        lambda b: b.update(tool_choice={"type": "sometimes"}),
+        "tool_choice.type",
+    ),
     "tool_choice names a missing tool": (
-        lambda b: b.update(tool_choice={"type": "tool", "name": "fly"}), "no tool named 'fly'"),
+        lambda b: b.update(tool_choice={"type": "tool", "name": "fly"}),
+        "no tool named 'fly'",
+    ),
     "tool_choice without tools": (
         lambda b: (b.pop("tools"), b.update(messages=msgs(b)[:1], tool_choice={"type": "none"})),
-        "tool_choice may only be specified while providing tools"),
+        "tool_choice may only be specified while providing tools",
+    ),
     "tool_use names a tool not in tools": (
         lambda b: msgs(b)[1]["content"][1].update(name="deploy"),
-        "tool_use names a tool not in `tools`: 'deploy'"),
-    "tool blocks without tools": (
-        lambda b: b.pop("tools"), "must define tools"),
+        "tool_use names a tool not in `tools`: 'deploy'",
+    ),
+    "tool blocks without tools": (lambda b: b.pop("tools"), "must define tools"),
     "unknown block type": (
-        lambda b: msgs(b)[0].update(content=[{"type": "video", "url": "x"}]), "unknown content"),
+        lambda b: msgs(b)[0].update(content=[{"type": "video", "url": "x"}]),
+        "unknown content",
+    ),
     "tool_use input not an object": (
-        lambda b: msgs(b)[1]["content"][1].update(input="ls"), "input: Input should be"),
+        lambda b: msgs(b)[1]["content"][1].update(input="ls"),
+        "input: Input should be",
+    ),
     "unknown top-level key": (
-        lambda b: b.update(cache_breakpoints=[1]), "cache_breakpoints: Extra inputs"),
+        lambda b: b.update(cache_breakpoints=[1]),
+        "cache_breakpoints: Extra inputs",
+    ),
 }
 
 
@@ -241,7 +306,10 @@ def test_injected_failures_come_before_any_state_change():
         seen = [post(server.url, valid()) for _ in range(4)]
         assert [s for s, _ in seen] == [429, 529, 500, 200]
         assert [o["error"]["type"] for _, o in seen[:3]] == [
-            "rate_limit_error", "overloaded_error", "api_error"]
+            "rate_limit_error",
+            "overloaded_error",
+            "api_error",
+        ]
         assert seen[3][1]["content"][0]["text"] == "first"  # failures did not use up a reply
         assert [c.injected for c in server.calls] == [True, True, True, False]
         assert server.rejections == []
@@ -260,8 +328,12 @@ def test_seeded_failure_rate_is_reproducible():
 def test_injected_failure_headers_keep_sdk_backoff_short():
     with FakeMessagesAPI(retry_after_ms=5) as server:
         server.fail_next(429)
-        req = urllib.request.Request(f"{server.url}/v1/messages", method="POST",
-                                     data=json.dumps(valid()).encode(), headers=HEADERS)
+        req = urllib.request.Request(
+            f"{server.url}/v1/messages",
+            method="POST",
+            data=json.dumps(valid()).encode(),
+            headers=HEADERS,
+        )
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=10)
         assert err.value.headers["retry-after-ms"] == "5"
@@ -284,9 +356,20 @@ def test_runs_as_a_process_with_a_port_file_and_a_record(tmp_path):
     )
     port_file, record = tmp_path / "port", tmp_path / "calls.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "fakeapi.py"), "--port-file", str(port_file),
-         "--responder", "myreplies:reply", "--record", str(record)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "fakeapi.py"),
+            "--port-file",
+            str(port_file),
+            "--responder",
+            "myreplies:reply",
+            "--record",
+            str(record),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 10

@@ -37,8 +37,7 @@ def test_summary_that_keeps_every_fact_scores_one():
 
 def test_summary_that_drops_a_task_id_scores_below_one():
     summary = (
-        "Working on task 12 in src/parser.py (test in tests/test_parser.py). "
-        "Bob edited team.toml."
+        "Working on task 12 in src/parser.py (test in tests/test_parser.py). Bob edited team.toml."
     )
     r = retention(SEGMENT, summary, TEAM)
     assert r.task_ids == 0.5

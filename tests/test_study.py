@@ -28,7 +28,10 @@ AGENTS = ["alice", "bob", "carol"]
 def team(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "team", *args],
-        capture_output=True, text=True, timeout=60, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
     )
 
 
@@ -42,42 +45,101 @@ def _emit_run(log: SqliteEventLog, t0: float) -> None:
             t += 1.5
             context += 900 + 100 * i
             if i % 4 == 1:
-                log.emit(CompactionEvent(agent, "micro", "view", context, context - 600, 9, 9,
-                                         results_cleared=2, ts=t))
+                log.emit(
+                    CompactionEvent(
+                        agent,
+                        "micro",
+                        "view",
+                        context,
+                        context - 600,
+                        9,
+                        9,
+                        results_cleared=2,
+                        ts=t,
+                    )
+                )
                 context -= 600
             if context > 8_000:
                 ok = agent != "bob" or bob_failed  # bob's first summary fails
                 bob_failed = bob_failed or agent == "bob"
-                log.emit(ModelCallEvent(agent, "summary", input_tokens=context,
-                                        output_tokens=400 + i, duration_s=0.5, ts=t + 0.1))
-                log.emit(CompactionEvent(
-                    agent, "auto", "threshold", context, 1_500 if ok else context, 30,
-                    2 if ok else 30, transcript=f".transcripts/{agent}/000{i}-x-auto.jsonl",
-                    summary_chars=1_800, success=ok, error=None if ok else "model error",
-                    retention=1.0 - 0.03 * i if ok else None, ts=t + 0.2,
-                ))
+                log.emit(
+                    ModelCallEvent(
+                        agent,
+                        "summary",
+                        input_tokens=context,
+                        output_tokens=400 + i,
+                        duration_s=0.5,
+                        ts=t + 0.1,
+                    )
+                )
+                log.emit(
+                    CompactionEvent(
+                        agent,
+                        "auto",
+                        "threshold",
+                        context,
+                        1_500 if ok else context,
+                        30,
+                        2 if ok else 30,
+                        transcript=f".transcripts/{agent}/000{i}-x-auto.jsonl",
+                        summary_chars=1_800,
+                        success=ok,
+                        error=None if ok else "model error",
+                        retention=1.0 - 0.03 * i if ok else None,
+                        ts=t + 0.2,
+                    )
+                )
                 if ok:
                     context = 1_500
             if agent == "carol" and i == 10:
-                log.emit(ModelCallEvent(agent, "summary", input_tokens=context,
-                                        output_tokens=300, ts=t + 0.1))
-                log.emit(CompactionEvent(agent, "manual", "tool", context, 1_200, 25, 2,
-                                         summary_chars=1_000, retention=1.0, ts=t + 0.2))
+                log.emit(
+                    ModelCallEvent(
+                        agent, "summary", input_tokens=context, output_tokens=300, ts=t + 0.1
+                    )
+                )
+                log.emit(
+                    CompactionEvent(
+                        agent,
+                        "manual",
+                        "tool",
+                        context,
+                        1_200,
+                        25,
+                        2,
+                        summary_chars=1_000,
+                        retention=1.0,
+                        ts=t + 0.2,
+                    )
+                )
                 context = 1_200
             error = "overloaded" if (agent == "alice" and i == 5) else None
-            log.emit(ModelCallEvent(
-                agent, "agent",
-                input_tokens=0 if error else 200 + i,
-                cache_read_tokens=0 if error else context - 800,
-                cache_write_tokens=0 if error else 600,
-                output_tokens=0 if error else 150 + k,
-                estimate=context, duration_s=0.8, error=error, ts=t + 0.5,
-            ))
+            log.emit(
+                ModelCallEvent(
+                    agent,
+                    "agent",
+                    input_tokens=0 if error else 200 + i,
+                    cache_read_tokens=0 if error else context - 800,
+                    cache_write_tokens=0 if error else 600,
+                    output_tokens=0 if error else 150 + k,
+                    estimate=context,
+                    duration_s=0.8,
+                    error=error,
+                    ts=t + 0.5,
+                )
+            )
             if i % 3 == 0:
                 sender = AGENTS[(k + 1) % 3]
                 log.emit(DeliveryEvent(agent, sender, f"{agent}-{i}", "sent", ts=t))
-                log.emit(DeliveryEvent(agent, sender, f"{agent}-{i}", "received",
-                                       latency_s=0.01 * (i + 1) * (k + 1), ts=t + 0.3))
+                log.emit(
+                    DeliveryEvent(
+                        agent,
+                        sender,
+                        f"{agent}-{i}",
+                        "received",
+                        latency_s=0.01 * (i + 1) * (k + 1),
+                        ts=t + 0.3,
+                    )
+                )
     log.emit(AgentEvent("bob", "crashed", "RuntimeError", ts=t + 1))
     log.emit(AgentEvent("bob", "restarted", ts=t + 2))
     log.emit(AgentEvent("alice", "idle", ts=t + 3))
@@ -86,9 +148,7 @@ def _emit_run(log: SqliteEventLog, t0: float) -> None:
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ws")
-    (root / "team.toml").write_text(
-        render_config("study", "sim", [(a, "coder") for a in AGENTS])
-    )
+    (root / "team.toml").write_text(render_config("study", "sim", [(a, "coder") for a in AGENTS]))
     log = SqliteEventLog(root / ".team" / "events.db")
     _emit_run(log, t0=1_700_000_000.0)
     log.close()
@@ -106,42 +166,65 @@ def _sql(ws: Path, query: str, *args: object) -> list[tuple]:
 def _expected(ws: Path, agent: str | None) -> dict:
     """The numbers `team stats` must print, computed independently with SQL."""
     where, args = ("WHERE agent = ?", (agent,)) if agent else ("WHERE 1", ())
-    calls = dict(_sql(ws, f"SELECT purpose, COUNT(*) FROM model_calls {where} GROUP BY purpose",
-                      *args))
-    (inp, out, cr, cw, errors), = _sql(ws, f"""
+    calls = dict(
+        _sql(ws, f"SELECT purpose, COUNT(*) FROM model_calls {where} GROUP BY purpose", *args)
+    )
+    ((inp, out, cr, cw, errors),) = _sql(
+        ws,
+        f"""
         SELECT SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens),
-               SUM(cache_write_tokens), COUNT(error) FROM model_calls {where}""", *args)
-    (summary_cost,), = _sql(ws, f"""
+               SUM(cache_write_tokens), COUNT(error) FROM model_calls {where}""",
+        *args,
+    )
+    ((summary_cost,),) = _sql(
+        ws,
+        f"""
         SELECT COALESCE(SUM(input_tokens + 1.25 * cache_write_tokens + 0.1 * cache_read_tokens
                             + output_tokens), 0)
-        FROM model_calls {where} AND purpose = 'summary'""", *args)
+        FROM model_calls {where} AND purpose = 'summary'""",
+        *args,
+    )
     layers = {}
     for layer in ("micro", "auto", "manual"):
-        (ok, failed, before, after, ratio), = _sql(ws, f"""
+        ((ok, failed, before, after, ratio),) = _sql(
+            ws,
+            f"""
             SELECT COALESCE(SUM(success = 1), 0), COALESCE(SUM(success = 0), 0),
                    COALESCE(SUM(CASE WHEN success THEN tokens_before END), 0),
                    COALESCE(SUM(CASE WHEN success THEN tokens_after END), 0),
                    AVG(CASE WHEN success THEN 1.0 * tokens_after / tokens_before END)
-            FROM compactions {where} AND layer = ?""", *args, layer)
+            FROM compactions {where} AND layer = ?""",
+            *args,
+            layer,
+        )
         layers[layer] = (ok, failed, before, after, ratio)
-    (retention, samples), = _sql(
-        ws, f"SELECT AVG(retention), COUNT(retention) FROM compactions {where}", *args)
+    ((retention, samples),) = _sql(
+        ws, f"SELECT AVG(retention), COUNT(retention) FROM compactions {where}", *args
+    )
     sent, received = (
         _sql(ws, f"SELECT COUNT(*) FROM deliveries {where} AND kind = ?", *args, kind)[0][0]
         for kind in ("sent", "received")
     )
-    latencies = [r[0] for r in _sql(
-        ws, f"SELECT latency_s FROM deliveries {where} AND kind = 'received'", *args)]
+    latencies = [
+        r[0]
+        for r in _sql(ws, f"SELECT latency_s FROM deliveries {where} AND kind = 'received'", *args)
+    ]
     crashes, restarts = (
         _sql(ws, f"SELECT COUNT(*) FROM agent_events {where} AND kind = ?", *args, kind)[0][0]
         for kind in ("crashed", "restarted")
     )
     billed = inp + 1.25 * cw + 0.1 * cr
     return {
-        "calls": calls, "tokens": (inp, out, cr, cw), "errors": errors, "billed": billed,
-        "summary_share": summary_cost / (billed + out), "layers": layers,
-        "retention": (retention, samples), "deliveries": (sent, received),
-        "p50": statistics.median(latencies), "p99": float(np.percentile(latencies, 99)),
+        "calls": calls,
+        "tokens": (inp, out, cr, cw),
+        "errors": errors,
+        "billed": billed,
+        "summary_share": summary_cost / (billed + out),
+        "layers": layers,
+        "retention": (retention, samples),
+        "deliveries": (sent, received),
+        "p50": statistics.median(latencies),
+        "p99": float(np.percentile(latencies, 99)),
         "health": (crashes, restarts),
     }
 
@@ -150,14 +233,22 @@ def _check(got: dict, want: dict) -> None:
     assert got["agent_calls"] == want["calls"].get("agent", 0)
     assert got["summary_calls"] == want["calls"].get("summary", 0)
     assert got["call_errors"] == want["errors"]
-    assert (got["input_tokens"], got["output_tokens"], got["cache_read_tokens"],
-            got["cache_write_tokens"]) == want["tokens"]
+    assert (
+        got["input_tokens"],
+        got["output_tokens"],
+        got["cache_read_tokens"],
+        got["cache_write_tokens"],
+    ) == want["tokens"]
     assert got["billed_input"] == pytest.approx(want["billed"])
     assert got["summary_share"] == pytest.approx(want["summary_share"])
     for layer, (ok, failed, before, after, ratio) in want["layers"].items():
         g = got["compactions"][layer]
         assert (g["ok"], g["failed"], g["tokens_before"], g["tokens_after"]) == (
-            ok, failed, before, after), layer
+            ok,
+            failed,
+            before,
+            after,
+        ), layer
         assert g["mean_ratio"] == (pytest.approx(ratio) if ratio is not None else None)
     assert got["mean_retention"] == pytest.approx(want["retention"][0])
     assert got["retention_samples"] == want["retention"][1]
@@ -214,7 +305,7 @@ def test_report_writes_png_and_html(ws: Path, tmp_path: Path):
     for word in [*AGENTS, "summary share", "retention", "model error", "manual"]:
         assert word in text
     # Every auto and manual compaction is listed with its retention.
-    (n,), = _sql(ws, "SELECT COUNT(*) FROM compactions WHERE layer != 'micro'")
+    ((n,),) = _sql(ws, "SELECT COUNT(*) FROM compactions WHERE layer != 'micro'")
     listed = text.split("Summaries (auto and manual")[1]
     assert listed.count("<tr><td>") == n
 

@@ -116,5 +116,9 @@ def test_tasks_table_and_dir_option(ws: Path, tmp_path: Path) -> None:
     assert header.split() == ["ID", "STATUS", "OWNER", "SUBJECT"]
     assert row.split()[:3] == ["#1", "pending", "bob"]
     assert row.endswith("run the tests")
+    # a folder without team.toml is a mistake, not an empty board
+    nowhere = team("tasks", cwd=elsewhere)
+    assert nowhere.returncode == 1 and "team.toml: no such file" in nowhere.stderr
+    (elsewhere / "team.toml").write_text((ws / "team.toml").read_text())
     empty = team("tasks", cwd=elsewhere)
     assert empty.returncode == 0 and empty.stdout.strip() == "no tasks"

@@ -63,8 +63,11 @@ def stats(json_out: JsonOption = False, dir: DirOption = ".") -> None:
 def report(
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="PNG to write (default .team/report.png); "
-                     "the HTML page goes beside it."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="PNG to write (default .team/report.png); the HTML page goes beside it.",
+        ),
     ] = None,
     dir: DirOption = ".",
 ) -> None:
@@ -102,5 +105,9 @@ def transcripts(
         except ValueError:
             shown = str(f.path)
         rows.append([f.agent, str(f.seq), f.utc, f.layer, f"{f.messages:,}", f"{f.size:,}", shown])
-    _print_table(_console(), "Transcripts", ["agent", "seq", "utc", "layer", "messages",
-                                             "bytes", "path"], rows)
+    _print_table(
+        _console(),
+        "Transcripts",
+        ["agent", "seq", "utc", "layer", "messages", "bytes", "path"],
+        rows,
+    )

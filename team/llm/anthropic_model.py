@@ -62,16 +62,20 @@ class AnthropicModel:
         except anthropic.APIStatusError as e:
             raise ModelError(self._status_line(e)) from e
         except anthropic.APITimeoutError as e:
-            raise ModelError(self._clean(
-                f"Anthropic API timed out (timeout {self.timeout:g} s, "
-                f"{self.max_retries} retries)"
-            )) from e
+            raise ModelError(
+                self._clean(
+                    f"Anthropic API timed out (timeout {self.timeout:g} s, "
+                    f"{self.max_retries} retries)"
+                )
+            ) from e
         except anthropic.APIConnectionError as e:
             cause = e.__cause__ or e
-            raise ModelError(self._clean(
-                f"cannot reach the Anthropic API at {self._client.base_url} "
-                f"after {self.max_retries} retries: {cause}"
-            )) from e
+            raise ModelError(
+                self._clean(
+                    f"cannot reach the Anthropic API at {self._client.base_url} "
+                    f"after {self.max_retries} retries: {cause}"
+                )
+            ) from e
         except anthropic.APIError as e:  # e.g. a response the SDK could not parse
             raise ModelError(self._clean(f"Anthropic API error: {e}")) from e
         return response_from(reply)

@@ -34,8 +34,16 @@ LAYER_STYLE = {
     "manual": {"marker": "s", "color": "#000000", "size": 60},
 }
 # Agent lines take the tab10 colours the layer markers do not use (red, grey).
-AGENT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
-                "#17becf")
+AGENT_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+)
 COST_PARTS = (
     ("input", "input_tokens", 1.0, "#4c72b0"),
     (f"cache write ×{CACHE_WRITE_PRICE}", "cache_write_tokens", CACHE_WRITE_PRICE, "#dd8452"),
@@ -89,8 +97,15 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
                 label=f"{layer} compaction" + ("" if success else " (failed)"),
             )
     if not rows.model_calls and not rows.compactions:
-        ax.text(0.5, 0.5, "no model calls recorded yet", ha="center", va="center",
-                transform=ax.transAxes, color="#777777")
+        ax.text(
+            0.5,
+            0.5,
+            "no model calls recorded yet",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            color="#777777",
+        )
     ax.set_title("Context size per model call (input + cache read + cache write + output)")
     ax.set_xlabel("seconds since the first event")
     ax.set_ylabel("tokens")
@@ -112,9 +127,15 @@ def _draw_cost(ax: Any, rows: Rows, st: Stats) -> None:
     for i, name in enumerate(names):
         g = st.team if name == "TEAM" else st.agents[name]
         if bottoms[i] > 0:
-            ax.annotate(f"summary {fmt(g.summary_share, '%')}", (i, bottoms[i]),
-                        ha="center", va="bottom", fontsize=8, xytext=(0, 2),
-                        textcoords="offset points")
+            ax.annotate(
+                f"summary {fmt(g.summary_share, '%')}",
+                (i, bottoms[i]),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 2),
+                textcoords="offset points",
+            )
     ax.set_title("Cost in base-price input tokens (summary share = summary calls' part)")
     ax.set_ylabel("token-equivalents")
     ax.yaxis.set_major_formatter(_thousands())
@@ -169,14 +190,21 @@ def _compaction_rows(rows: Rows, t0: float) -> list[list[str]]:
     for r in rows.compactions:
         if r.get("layer") == "micro":
             continue
-        out.append([
-            fmt(r["ts"] - t0, "s"), r["agent"], r["layer"], r.get("trigger") or "",
-            "yes" if r.get("success") else f"no: {r.get('error') or ''}",
-            f"{fmt(r.get('tokens_before'))} → {fmt(r.get('tokens_after'))}",
-            f"{fmt(r.get('messages_before'))} → {fmt(r.get('messages_after'))}",
-            fmt(r.get("summary_chars")), fmt(r.get("retention"), "%"),
-            fmt(r.get("duration_s"), "s"), r.get("transcript") or "",
-        ])
+        out.append(
+            [
+                fmt(r["ts"] - t0, "s"),
+                r["agent"],
+                r["layer"],
+                r.get("trigger") or "",
+                "yes" if r.get("success") else f"no: {r.get('error') or ''}",
+                f"{fmt(r.get('tokens_before'))} → {fmt(r.get('tokens_after'))}",
+                f"{fmt(r.get('messages_before'))} → {fmt(r.get('messages_after'))}",
+                fmt(r.get("summary_chars")),
+                fmt(r.get("retention"), "%"),
+                fmt(r.get("duration_s"), "s"),
+                r.get("transcript") or "",
+            ]
+        )
     return out
 
 
@@ -194,21 +222,35 @@ def write_html(rows: Rows, st: Stats, png: Path, out: Path, title: str = "team")
     t0 = rows.start() or 0.0
     started = datetime.fromtimestamp(t0, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if t0 else "-"
     parts = [_html_table(t.title, t.headers, t.rows) for t in tables(st)]
-    parts.append(_html_table(
-        "Summaries (auto and manual compactions) and their retention of task ids, "
-        "teammate names and file paths",
-        ["t", "agent", "layer", "trigger", "success", "tokens", "messages", "summary chars",
-         "retention", "duration", "transcript"],
-        _compaction_rows(rows, t0),
-    ))
+    parts.append(
+        _html_table(
+            "Summaries (auto and manual compactions) and their retention of task ids, "
+            "teammate names and file paths",
+            [
+                "t",
+                "agent",
+                "layer",
+                "trigger",
+                "success",
+                "tokens",
+                "messages",
+                "summary chars",
+                "retention",
+                "duration",
+                "transcript",
+            ],
+            _compaction_rows(rows, t0),
+        )
+    )
     src = html.escape(Path(_relative(png, out.parent)).as_posix(), quote=True)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}: compaction report</title>
 <style>{_CSS}</style></head>
 <body>
 <h1>{html.escape(title)}: compaction report</h1>
-<p>First event {started}; times are seconds since then. Agents: {html.escape(", ".join(st.agents)
-    or "none")}.</p>
+<p>First event {started}; times are seconds since then. Agents: {
+        html.escape(", ".join(st.agents) or "none")
+    }.</p>
 <img src="{src}" alt="context size over time with compactions marked, and cost per agent">
 {chr(10).join(parts)}
 </body></html>

@@ -49,9 +49,7 @@ class Rows:
         return sorted({r["agent"] for r in self.all() if r.get("agent")})
 
     def of(self, agent: str) -> Rows:
-        return Rows(
-            *([r for r in getattr(self, t) if r.get("agent") == agent] for t in TABLES)
-        )
+        return Rows(*([r for r in getattr(self, t) if r.get("agent") == agent] for t in TABLES))
 
 
 def load(db: Path) -> Rows:
@@ -68,9 +66,7 @@ def load(db: Path) -> Rows:
         raise UserError(f"cannot open {db}: {e}") from e
     conn.row_factory = sqlite3.Row
     try:
-        present = {
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         rows = Rows()
         for table in TABLES:
             # A table appears on the first connect; a database made by an older version
@@ -267,12 +263,31 @@ def tables(st: Stats) -> list[Table]:
     calls = Table(
         "Model calls and tokens (billed input in base-price tokens: "
         f"input + {CACHE_WRITE_PRICE}×cache write + {CACHE_READ_PRICE}×cache read)",
-        ["agent", "calls", "summary calls", "errors", "input", "cache write", "cache read",
-         "output", "billed input", "summary share"],
         [
-            [name, fmt(g.agent_calls), fmt(g.summary_calls), fmt(g.call_errors),
-             fmt(g.input_tokens), fmt(g.cache_write_tokens), fmt(g.cache_read_tokens),
-             fmt(g.output_tokens), fmt(round(g.billed_input)), fmt(g.summary_share, "%")]
+            "agent",
+            "calls",
+            "summary calls",
+            "errors",
+            "input",
+            "cache write",
+            "cache read",
+            "output",
+            "billed input",
+            "summary share",
+        ],
+        [
+            [
+                name,
+                fmt(g.agent_calls),
+                fmt(g.summary_calls),
+                fmt(g.call_errors),
+                fmt(g.input_tokens),
+                fmt(g.cache_write_tokens),
+                fmt(g.cache_read_tokens),
+                fmt(g.output_tokens),
+                fmt(round(g.billed_input)),
+                fmt(g.summary_share, "%"),
+            ]
             for name, g in groups
         ],
     )
@@ -281,23 +296,56 @@ def tables(st: Stats) -> list[Table]:
         for layer, ls in g.compactions.items():
             if ls.ok or ls.failed:
                 comp_rows.append(
-                    [name, layer, fmt(ls.ok), fmt(ls.failed), fmt(ls.tokens_before),
-                     fmt(ls.tokens_after), fmt(ls.mean_ratio), fmt(ls.results_cleared)]
+                    [
+                        name,
+                        layer,
+                        fmt(ls.ok),
+                        fmt(ls.failed),
+                        fmt(ls.tokens_before),
+                        fmt(ls.tokens_after),
+                        fmt(ls.mean_ratio),
+                        fmt(ls.results_cleared),
+                    ]
                 )
     comps = Table(
         "Compactions (token sums and ratio over successful ones)",
-        ["agent", "layer", "ok", "failed", "tokens before", "tokens after",
-         "mean after/before", "results cleared"],
+        [
+            "agent",
+            "layer",
+            "ok",
+            "failed",
+            "tokens before",
+            "tokens after",
+            "mean after/before",
+            "results cleared",
+        ],
         comp_rows,
     )
     health = Table(
         "Retention, deliveries and health",
-        ["agent", "mean retention", "samples", "sent to inbox", "received", "latency p50",
-         "latency p99", "crashes", "restarts"],
         [
-            [name, fmt(g.mean_retention, "%"), fmt(g.retention_samples),
-             fmt(g.deliveries_sent), fmt(g.deliveries_received), fmt(g.latency_p50, "s"),
-             fmt(g.latency_p99, "s"), fmt(g.crashes), fmt(g.restarts)]
+            "agent",
+            "mean retention",
+            "samples",
+            "sent to inbox",
+            "received",
+            "latency p50",
+            "latency p99",
+            "crashes",
+            "restarts",
+        ],
+        [
+            [
+                name,
+                fmt(g.mean_retention, "%"),
+                fmt(g.retention_samples),
+                fmt(g.deliveries_sent),
+                fmt(g.deliveries_received),
+                fmt(g.latency_p50, "s"),
+                fmt(g.latency_p99, "s"),
+                fmt(g.crashes),
+                fmt(g.restarts),
+            ]
             for name, g in groups
         ],
     )
