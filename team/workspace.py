@@ -31,11 +31,6 @@ class Workspace:
         return self.team_dir / "team.lock"
 
     @property
-    def stop_path(self) -> Path:
-        """`team down` creates this file; the running team watches for it."""
-        return self.team_dir / "stop"
-
-    @property
     def status_path(self) -> Path:
         return self.team_dir / "status.json"
 

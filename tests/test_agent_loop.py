@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from team.agents.runtime import Runtime
 from team.config import render_config
@@ -126,7 +125,6 @@ def test_shutdown_is_answered_in_the_requesters_inbox(tmp_path):
     rt = runtime(ws, SimModel())
     rt.start()
     try:
-        time.sleep(0.2)
         rt.request_stop()
         assert rt.wait(timeout=20)
     finally:

@@ -25,7 +25,7 @@ def summary_of(request):
     return reply(f"## Request and intent\nsaw {text.count('output of call')} results; task #1")
 
 
-def make(tmp_path, agent="alice", model=None, **cfg):
+def make(tmp_path, agent="alice", model=None, budget=120_000, **cfg):
     sink = MemorySink()
     model = model or ScriptedModel(summary=summary_of)
     c = Compactor(
@@ -37,6 +37,7 @@ def make(tmp_path, agent="alice", model=None, **cfg):
         identity=lambda: IDENTITY.replace("alice", agent),
         teammates=["bob"],
         root=tmp_path,
+        summary_input_budget=budget,
     )
     return c, sink, model
 
@@ -100,8 +101,7 @@ def test_large_segments_are_summarised_in_chunks_that_cover_everything(tmp_path)
     model = ScriptedModel(
         summary=lambda r: reply(f"part with {r.messages[0].text().count('output of call')}")
     )
-    c, _, _ = make(tmp_path, model=model)
-    c.summariser.budget_chars = 3000  # force several chunks
+    c, _, _ = make(tmp_path, model=model, budget=750)  # ~3,000 chars: several chunks
     h = History(conversation(30))
     c.compact(h, layer="auto", trigger="threshold")
     parts = [

@@ -26,6 +26,7 @@ from teamrun import (
 )
 
 from team.agents.lock import TeamLock
+from team.tasks import TaskBoard
 
 NAMES = ["alice", "bob", "carol"]
 MODEL = "claude-sonnet-4-5"
@@ -113,6 +114,7 @@ def test_kill_9_in_the_middle_then_resume(tmp_path):
             wait_for(lambda: len(api.requests) >= 25, what="the run to get going")
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate(timeout=10)
+            assert not TaskBoard(ws.tasks_dir).all_done(), "the kill landed after the work"
             before = {n: session_records(ws, n) for n in NAMES}
             calls_before = len(api.requests)
             r = run_team(

@@ -15,12 +15,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from journal import JsonlJournal, drain
 
 from team.config import parse_config
 from team.errors import UserError
 from team.events import DeliveryEvent, MemorySink
 from team.mailbox import post
-from team.mailbox.journal import JsonlJournal, drain
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import PollingWaker, WatchfilesWaker, make_waker, wait_for_mail
@@ -173,7 +173,7 @@ def test_reader_killed_mid_drain_loses_nothing_and_repeats_nothing(
     box: MaildirMailbox, tmp_path: Path
 ) -> None:
     rng = random.Random(7)
-    journal_path = tmp_path / "journal.jsonl"
+    journal_path = tmp_path / "session.jsonl"  # the agent's session log
     sent: list[str] = []
     mid_drain_kills = rounds = 0  # stop after 20 kills that landed mid-drain
 
@@ -209,9 +209,10 @@ def test_reader_killed_mid_drain_loses_nothing_and_repeats_nothing(
         timeout=60,
     )
     assert final.returncode == 0 and final.stdout.endswith("drained\n")
-    with JsonlJournal(journal_path) as journal:
-        recorded = journal.messages()
-    contents = [m.content for m in recorded]
+    records = [json.loads(line) for line in journal_path.read_text().splitlines()]
+    contents = [b["text"] for r in records if r["t"] == "user" for b in r["blocks"]]
+    ids = [i for r in records for i in r.get("inbox", [])]
+    assert len(ids) == len(set(ids)) == len(contents)
     assert len(contents) == len(set(contents)), "a message was processed twice"
     assert len(contents) == len(sent), "a message was lost"
     assert not box.has_pending()

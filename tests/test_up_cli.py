@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from conftest import ROOT, run_team
@@ -146,16 +146,15 @@ def test_a_quick_look_by_status_does_not_block_up(tmp_path):
     ws.team_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(ws.lock_path, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_SH)  # what `team status` holds for an instant
+    look = threading.Timer(0.3, lambda: fcntl.flock(fd, fcntl.LOCK_UN))
+    look.start()
     try:
         lock = TeamLock(ws.lock_path)
-        import threading
-
-        threading.Timer(0.3, lambda: os.close(fd)).start()
         lock.acquire()
         lock.release()
     finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        look.join()
+        os.close(fd)
 
 
 def test_a_corrupt_event_database_is_one_line(tmp_path):
@@ -165,3 +164,26 @@ def test_a_corrupt_event_database_is_one_line(tmp_path):
     r = run_team("up", "--until-idle", "--dir", str(ws.root))
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "events.db" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_demo_never_deletes_a_folder_it_did_not_make(tmp_path):
+    project = tmp_path / "project"
+    assert run_team("init", "--dir", str(project)).returncode == 0
+    (project / "important.py").write_text("keep me")
+    r = run_team("demo", "--latency", "0", "--dir", str(project))
+    assert r.returncode == 1 and "not a demo folder" in r.stderr
+    assert (project / "important.py").read_text() == "keep me"
+
+
+def test_the_user_reads_and_acknowledges_their_own_inbox(tmp_path):
+    ws = make_workspace(tmp_path / "ws", "sim")
+    r = run_team("send", "user", "report: done", "--from", "alice", "--dir", str(ws.root))
+    assert r.returncode == 0, r.stderr
+    r = run_team("inbox", "user", "--ack", "--json", "--dir", str(ws.root))
+    assert [m["content"] for m in json.loads(r.stdout)] == ["report: done"]
+    r = run_team("inbox", "user", "--json", "--dir", str(ws.root))
+    assert json.loads(r.stdout) == []
+    r = run_team("inbox", "alice", "--ack", "--dir", str(ws.root))
+    assert r.returncode == 1 and "only your own inbox" in r.stderr
+    r = run_team("send", "alice", "hi", "--from", "alice", "--dir", str(ws.root))
+    assert r.returncode == 1 and "itself" in r.stderr

@@ -85,8 +85,9 @@ class EventPrinter:
             if not event.success:
                 return f"compaction {event.layer} FAILED: {event.error}"
             if event.layer == "micro":
+                n = event.results_cleared
                 return (
-                    f"micro: {event.results_cleared} old tool results cleared "
+                    f"micro: {n} old tool result{'s' if n != 1 else ''} cleared "
                     f"({event.tokens_before:,} -> {event.tokens_after:,} tokens)"
                 )
             return (

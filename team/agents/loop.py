@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from team.agents.identity import identity_block, system_prompt
+from team.agents.intake import Intake
 from team.agents.session import SessionLog
 from team.agents.tools import Toolbox, tool_specs
 from team.compaction.compactor import Compactor
@@ -20,13 +21,11 @@ from team.compaction.history import History
 from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
 from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
-from team.events import AgentEvent, DeliveryEvent, EventSink, ModelCallEvent
+from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.llm.base import Model, ModelError, ModelRequest
-from team.mailbox.maildir import Claimed, MaildirMailbox
-from team.mailbox.message import MailMessage
+from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import Waker
 from team.tasks import TaskBoard
-from team.workspace import USER
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +91,8 @@ class Agent:
         self.status = AgentState()
         self.history = History()
         self._error_backoff = 0.0
-        self._pending_done: list[Claimed] = []
+        self.intake = Intake(self.name, mailbox, session, sink, self.started_at)
         self._board_checked = 0.0
-        self._shutdown: Claimed | None = None
         self.last_error: str | None = None
 
     def identity(self) -> str:
@@ -124,10 +122,8 @@ class Agent:
 
     def check_stop(self) -> None:
         """At a step boundary: answer a pending shutdown request, or honour a hard stop."""
-        if self._shutdown is not None:
-            claimed, self._shutdown = self._shutdown, None
-            self._answer_shutdown(claimed.message)
-            self.mailbox.done(claimed)
+        if self.intake.shutdown is not None:
+            self.intake.answer_shutdown()
             raise Shutdown
         if self.stop.is_set():
             raise Shutdown
@@ -160,7 +156,7 @@ class Agent:
         """Unanswered input, new mail, or an open task nobody has claimed (which we claim)."""
         if self.take_inbox():
             return True
-        if self._shutdown is not None:
+        if self.intake.shutdown is not None:
             return False  # stopping: take on nothing new
         if self.history.messages and self.history.messages[-1].role == "user":
             return True
@@ -173,6 +169,7 @@ class Agent:
         task = self.board.claim_next(self.name)
         if task is None:
             return False
+        self.sink.emit(AgentEvent(self.name, "claimed", f"#{task.id} {task.subject}"))
         self._add_user(
             [
                 TextBlock(
@@ -274,7 +271,7 @@ class Agent:
                 content = "Compacting now: you will continue from a summary of your work."
                 results.append(ToolResultBlock(use.id, content, use.name))
             elif use.name == "read_inbox":
-                messages = self._receive()
+                messages = self.intake.receive()
                 inbox_ids += [m.id for m in messages]
                 text = "\n\n".join(m.as_prompt() for m in messages) or "No new messages."
                 results.append(ToolResultBlock(use.id, text, use.name))
@@ -304,68 +301,17 @@ class Agent:
 
     def take_inbox(self) -> bool:
         """Bring new inbox messages into the conversation; True if there were any."""
-        messages = self._receive()
+        messages = self.intake.receive()
         if not messages:
             return False
         self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
         return True
 
-    def _receive(self) -> list[MailMessage]:
-        """Claim mail and take in what the session log has not recorded yet.
-
-        Marked done only after the caller has recorded it (see `_add_user`), so a crash
-        in between makes it reappear, and the id check makes that harmless.
-        """
-        fresh: list[MailMessage] = []
-        # claimed earlier in this step but not recorded yet: receive() returns those again
-        taking = {c.message.id for c in self._pending_done}
-        for claimed in self.mailbox.receive():
-            msg = claimed.message
-            if msg.id in taking:
-                continue
-            if self.session.seen(msg.id):
-                self.mailbox.done(claimed)
-                continue
-            if msg.type == "shutdown_request" and msg.sender == USER:
-                if msg.timestamp < self.started_at:
-                    self.mailbox.done(claimed)  # stale, from an earlier run: nothing to do
-                elif self._shutdown is None:
-                    self._shutdown = claimed  # answered at the next step boundary
-                continue
-            self._pending_done.append(claimed)
-            fresh.append(msg)
-            self.sink.emit(
-                DeliveryEvent(
-                    agent=self.name,
-                    sender=msg.sender,
-                    msg_id=msg.id,
-                    kind="received",
-                    msg_type=msg.type,
-                    latency_s=max(0.0, time.time() - msg.timestamp),
-                )
-            )
-        return fresh
-
     def _add_user(self, blocks: list[Block], inbox_ids: list[str] = ()) -> None:
         """Persist, then apply, then acknowledge the mail that the blocks carry."""
         self.session.user(blocks, list(inbox_ids))
         self.history.append_user(*blocks)
-        pending, self._pending_done = self._pending_done, []
-        for claimed in pending:
-            self.mailbox.done(claimed)
-
-    def _answer_shutdown(self, msg: MailMessage) -> None:
-        """Record the request, then answer it in the requester's inbox."""
-        self.session.note(event="shutdown", request=msg.id)
-        reply = MailMessage(
-            type="shutdown_response",
-            sender=self.name,
-            to=msg.sender,
-            content=f"{self.name} stopped after finishing its step.",
-            request_id=msg.id,
-        )
-        MaildirMailbox(self.mailbox.root.parent / msg.sender).deliver(reply)
-        self.sink.emit(DeliveryEvent(msg.sender, self.name, reply.id, "sent", "shutdown_response"))
+        self.intake.ack()
 
     def _model_failed(self, e: ModelError, estimate: int, duration: float) -> None:
         self.sink.emit(

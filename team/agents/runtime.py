@@ -27,7 +27,7 @@ from team.config import TeamConfig
 from team.events import AgentEvent, EventSink
 from team.llm.base import Model
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.message import MailMessage
+from team.mailbox.post import request_shutdown
 from team.mailbox.waker import make_waker
 from team.tasks import TaskBoard
 from team.workspace import Workspace
@@ -140,6 +140,11 @@ class Runtime:
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
                 self.sink.emit(AgentEvent(name, "restarted"))
 
+    @property
+    def stopping(self) -> bool:
+        """A graceful stop was asked for (agents finish their step first)."""
+        return self._stopping
+
     def alive(self) -> list[str]:
         return [n for n, t in self.threads.items() if t.is_alive()]
 
@@ -149,14 +154,7 @@ class Runtime:
             return
         self._stopping = True
         for name in self.alive():
-            MaildirMailbox(self.ws.inbox_dir(name)).deliver(
-                MailMessage(
-                    type="shutdown_request",
-                    sender=sender,
-                    to=name,
-                    content="Please stop after your current step.",
-                )
-            )
+            request_shutdown(self.ws, name, sender)
 
     def is_idle(self) -> bool:
         """Every agent idle, every inbox empty and no task open."""
@@ -229,8 +227,7 @@ class Runtime:
         for name in self.config.names():
             agent = self.agents.get(name)
             st = asdict(agent.status) if agent else {"state": "starting"}
-            box = MaildirMailbox(self.ws.inbox_dir(name))
-            st["pending"] = sum(e.status == "pending" for e in box.entries())
+            st["pending"] = MaildirMailbox(self.ws.inbox_dir(name)).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             agents[name] = st
         return {"pid": os.getpid(), "updated": time.time(), "agents": agents}

@@ -18,7 +18,7 @@ from team.agents import fs_tools
 from team.agents.shell import run_command
 from team.config import TeamConfig
 from team.errors import UserError
-from team.events import EventSink
+from team.events import AgentEvent, EventSink
 from team.llm.base import ToolSpec
 from team.mailbox import post
 from team.tasks import TaskBoard
@@ -274,12 +274,18 @@ class Toolbox:
 
     def _claim_task(self, input: dict[str, Any]) -> str:
         task = self.board.claim(_need_int(input, "task_id"), self.agent)
+        self._event("claimed", f"#{task.id} {task.subject}")
         return f"claimed task #{task.id}: {task.subject}"
 
     def _complete_task(self, input: dict[str, Any]) -> str:
         task_id = _need_int(input, "task_id")
         task = self.board.complete(task_id, self.agent, _opt_str(input, "result"))
+        self._event("completed", f"#{task.id} {task.subject}")
         return f"completed task #{task.id}: {task.subject}"
+
+    def _event(self, kind: str, detail: str) -> None:
+        if self.sink is not None:
+            self.sink.emit(AgentEvent(self.agent, kind, detail))
 
 
 # -- input checks: one clear line for each way a model gets an input wrong -------------

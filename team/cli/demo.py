@@ -8,12 +8,14 @@ from typing import Annotated
 
 import typer
 
+from team.agents.lock import TeamLock
 from team.cli.base import app, event_log
 from team.config import render_config
 from team.errors import UserError
 from team.tasks import TaskBoard
 from team.workspace import Workspace
 
+DEMO_MARK = "demo"  # in .team/: this folder is the demo's to delete
 AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
 TASKS = [
     ("alice", "Review src/inventory.py and list its functions"),
@@ -70,6 +72,8 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)
     ws.config_path.write_text(render_config("demo", "sim", AGENTS, threshold=threshold))
+    ws.team_dir.mkdir(parents=True, exist_ok=True)
+    (ws.team_dir / DEMO_MARK).write_text("made by `team demo`: it may delete this folder\n")
     seed_project(ws.root)
     config = ws.load_config()
     board = TaskBoard(ws.tasks_dir)
@@ -95,10 +99,14 @@ def demo(
 
     root = dir.resolve()
     if root.exists() and any(root.iterdir()):
+        ws = Workspace.at(root)
+        if not (ws.team_dir / DEMO_MARK).exists():
+            # only ever delete a folder `team demo` made itself: never a user's project
+            raise UserError(f"{root} is not empty and is not a demo folder; pick another --dir")
         if not fresh:
-            raise UserError(f"{root} is not empty (drop --no-fresh to start over)")
-        if not (root / "team.toml").exists():
-            raise UserError(f"{root} is not empty and is not a team workspace; pick another --dir")
+            raise UserError(f"{root} holds an earlier demo (drop --no-fresh to start over)")
+        if TeamLock(ws.lock_path).is_held():
+            raise UserError(f"a team is running in {root}; stop it with `team down` first")
         shutil.rmtree(root)
     ws = prepare_demo(root, threshold)
     typer.echo(f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board)")

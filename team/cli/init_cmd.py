@@ -46,6 +46,7 @@ def init(
 def check(dir: DirOption = ".") -> None:
     """Check team.toml and print the team it defines."""
     cfg = workspace(dir).load_config()
-    typer.echo(f"team {cfg.team.name!r}, model {cfg.team.model}, {len(cfg.agents)} agents:")
+    n = len(cfg.agents)
+    typer.echo(f"team {cfg.team.name!r}, model {cfg.team.model}, {n} agent{'s' if n != 1 else ''}:")
     for a in cfg.agents:
         typer.echo(f"  {a.name} ({a.role})")

@@ -13,10 +13,12 @@ from typing import Annotated, Any
 import typer
 
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.errors import UserError
 from team.mailbox import post
 from team.mailbox.maildir import MaildirMailbox, Status
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import make_waker
+from team.workspace import USER
 
 FromOption = Annotated[
     str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
@@ -84,6 +86,10 @@ def inbox(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new messages until Ctrl-C.")
     ] = False,
+    ack: Annotated[
+        bool,
+        typer.Option("--ack", help="Mark what is shown as read (your own inbox, `user`, only)."),
+    ] = False,
     dir: DirOption = ".",
 ) -> None:
     """Show an agent's pending (with --all, also processed) messages, oldest first.
@@ -94,6 +100,9 @@ def inbox(
     config = ws.load_config()
     ws.require_agent(config, agent)
     mailbox = MaildirMailbox(ws.inbox_dir(agent))
+    if ack:
+        _ack(mailbox, agent, as_json)
+        return
     if follow:
         _follow(mailbox, show_all, as_json)
         return
@@ -109,6 +118,22 @@ def inbox(
     else:
         for msg, status in shown:
             typer.echo(_line(msg, status))
+
+
+def _ack(mailbox: MaildirMailbox, agent: str, as_json: bool) -> None:
+    """Take the person's own mail: claim, show, then mark done (nothing shown is lost)."""
+    if agent != USER:
+        raise UserError(f"only your own inbox (user) can be acknowledged; {agent} takes its own")
+    claims = mailbox.receive()
+    if as_json:
+        typer.echo(json.dumps([_record(c.message, "done") for c in claims], indent=2))
+    elif not claims:
+        typer.echo("no pending messages for user")
+    else:
+        for c in claims:
+            typer.echo(_line(c.message, "pending"))
+    for c in claims:
+        mailbox.done(c)
 
 
 def _follow(mailbox: MaildirMailbox, show_all: bool, as_json: bool) -> None:

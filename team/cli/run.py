@@ -20,7 +20,7 @@ from team.errors import UserError
 from team.events import FanoutSink, SqliteEventLog
 from team.llm import make_model
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.message import MailMessage
+from team.mailbox.post import request_shutdown
 from team.tasks import TaskBoard
 
 
@@ -106,7 +106,7 @@ def _run_live(runtime: Runtime, until_idle: bool, idle_grace: float, timeout) ->
 
 def _handle_signals(runtime: Runtime) -> None:
     def on_signal(signum, frame):
-        if runtime._stopping:  # second Ctrl-C: stop at the next step boundary, now
+        if runtime.stopping:  # second Ctrl-C: stop at the next step boundary, now
             runtime.stop.set()
         else:
             print("stopping: each agent finishes its current step...", file=sys.stderr)
@@ -128,14 +128,7 @@ def down(
     if not lock.is_held():
         raise UserError(f"no team is running in {ws.root}")
     for name in config.names():
-        MaildirMailbox(ws.inbox_dir(name)).deliver(
-            MailMessage(
-                type="shutdown_request",
-                sender="user",
-                to=name,
-                content="Please stop after your current step.",
-            )
-        )
+        request_shutdown(ws, name)
     print(f"asked {len(config.agents)} agents to stop", flush=True)
     deadline = time.monotonic() + wait
     while lock.is_held():
@@ -163,7 +156,7 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
         if not running:
             st["state"] = "down"
         st.setdefault("state", "starting")
-        st["pending"] = len(MaildirMailbox(ws.inbox_dir(name)).pending())
+        st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
         agents[name] = st
     out = {"team": config.team.name, "running": running, "agents": agents}
     if json_out:

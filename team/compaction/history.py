@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from team.conversation import Message, ToolResultBlock, append_user
+from team.conversation import Message, append_user
 from team.llm.base import Usage
 
 
@@ -47,7 +47,3 @@ class History:
         if i + 1 < len(self.messages):
             answered = {r.tool_use_id for r in self.messages[i + 1].tool_results()}
         return [u for u in uses if u not in answered]
-
-
-def tool_name_of(result: ToolResultBlock) -> str:
-    return result.name or "tool"

@@ -323,6 +323,10 @@ class MaildirMailbox:
         """Processed messages, oldest first."""
         return self._messages("done")
 
+    def pending_count(self) -> int:
+        """How many messages wait (listing only, nothing parsed)."""
+        return sum(e.status == "pending" for e in self.entries())
+
     def has_pending(self) -> bool:
         """True if anything waits in `new/` or is claimed but not done (listing only)."""
         return any(True for _ in self._scan(self.new_dir)) or any(

@@ -41,6 +41,8 @@ def send(
     """
     ws.require_agent(config, to)
     check_sender(sender)
+    if sender == to:
+        raise UserError(f"{to!r} cannot send a message to itself")
     if not content.strip():
         raise UserError("message is empty")
     try:
@@ -56,6 +58,18 @@ def send(
         sink.emit(
             DeliveryEvent(agent=to, sender=sender, msg_id=msg.id, kind="sent", msg_type=msg.type)
         )
+    return msg
+
+
+def request_shutdown(ws: Workspace, to: str, sender: str = "user") -> MailMessage:
+    """Ask one agent to stop after its current step (`team down`, Ctrl-C, SIGTERM)."""
+    msg = MailMessage(
+        type="shutdown_request",
+        sender=sender,
+        to=to,
+        content="Please stop after your current step.",
+    )
+    MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
     return msg
 
 

@@ -1,0 +1,97 @@
+"""Taking mail into an agent's conversation exactly once (DESIGN §7).
+
+The mailbox delivers at least once; the session log makes the effect exactly once:
+a message is claimed (`new/` -> `cur/`), recorded in the session log (fsync), and only
+then marked done. A crash before the record makes it reappear on restart; a crash after
+it makes it reappear already recorded, and the id check drops it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from team.agents.session import SessionLog
+from team.events import DeliveryEvent, EventSink
+from team.mailbox.maildir import Claimed, MaildirMailbox
+from team.mailbox.message import MailMessage
+from team.workspace import USER
+
+
+class Intake:
+    """One agent's side of its inbox: `receive`, then the caller records, then `ack`."""
+
+    def __init__(
+        self,
+        agent: str,
+        mailbox: MaildirMailbox,
+        session: SessionLog,
+        sink: EventSink,
+        started_at: float,
+    ) -> None:
+        self.agent = agent
+        self.mailbox = mailbox
+        self.session = session
+        self.sink = sink
+        self.started_at = started_at
+        self._claimed: list[Claimed] = []
+        self.shutdown: Claimed | None = None
+        """A shutdown request from the user, answered at the agent's next step boundary."""
+
+    def receive(self) -> list[MailMessage]:
+        """New messages the session log has not recorded yet, oldest first.
+
+        The caller must record them (`SessionLog.user` with their ids) and then `ack`.
+        """
+        fresh: list[MailMessage] = []
+        # claimed earlier but not recorded yet: the mailbox returns those again
+        taking = {c.message.id for c in self._claimed}
+        for claimed in self.mailbox.receive():
+            msg = claimed.message
+            if msg.id in taking:
+                continue
+            if self.session.seen(msg.id):
+                self.mailbox.done(claimed)  # recorded before a crash: only the ack was lost
+                continue
+            if msg.type == "shutdown_request" and msg.sender == USER:
+                if msg.timestamp < self.started_at:
+                    self.mailbox.done(claimed)  # stale, from an earlier run: nothing to do
+                elif self.shutdown is None:
+                    self.shutdown = claimed
+                continue
+            self._claimed.append(claimed)
+            fresh.append(msg)
+            self.sink.emit(
+                DeliveryEvent(
+                    agent=self.agent,
+                    sender=msg.sender,
+                    msg_id=msg.id,
+                    kind="received",
+                    msg_type=msg.type,
+                    latency_s=max(0.0, time.time() - msg.timestamp),
+                )
+            )
+        return fresh
+
+    def ack(self) -> None:
+        """Mark done everything received so far: call only after it is recorded."""
+        claimed, self._claimed = self._claimed, []
+        for c in claimed:
+            self.mailbox.done(c)
+
+    def answer_shutdown(self) -> None:
+        """Record the pending shutdown request, answer it in the requester's inbox."""
+        claimed, self.shutdown = self.shutdown, None
+        if claimed is None:
+            return
+        msg = claimed.message
+        self.session.note(event="shutdown", request=msg.id)
+        reply = MailMessage(
+            type="shutdown_response",
+            sender=self.agent,
+            to=msg.sender,
+            content=f"{self.agent} stopped after finishing its step.",
+            request_id=msg.id,
+        )
+        MaildirMailbox(self.mailbox.root.parent / msg.sender).deliver(reply)
+        self.sink.emit(DeliveryEvent(msg.sender, self.agent, reply.id, "sent", "shutdown_response"))
+        self.mailbox.done(claimed)
