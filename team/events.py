@@ -50,6 +50,9 @@ class CompactionEvent:
     error: str | None = None
     results_cleared: int = 0  # micro only
     retention: float | None = None  # share of ids/names/paths kept (see compaction.retention)
+    retention_tasks: float | None = None  # ... of task ids alone
+    retention_names: float | None = None  # ... of teammate names alone
+    retention_paths: float | None = None  # ... of file paths alone
     ts: float = field(default_factory=time.time)
     table = "compactions"
 
@@ -138,7 +141,17 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(schema_sql())
+    _add_missing_columns(conn)
     return conn
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """A database from an older version gains the columns added since (all nullable)."""
+    for kind in EVENT_TYPES:
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({kind.table})")}
+        for name, sql_type in _columns(kind):
+            if name not in have:
+                conn.execute(f"ALTER TABLE {kind.table} ADD COLUMN {name} {sql_type}")
 
 
 class SqliteEventLog:

@@ -106,3 +106,38 @@ def test_transcripts_lists_that_run(demo_run):
     assert r.returncode == 0, r.stderr
     listed = json.loads(r.stdout)
     assert len(listed) == len(list((root / ".transcripts").rglob("*.jsonl")))
+
+
+def test_retention_is_recorded_per_kind_for_every_summary(demo_run):
+    root, _ = demo_run
+    rows = q(
+        root,
+        "select retention, retention_tasks, retention_names, retention_paths"
+        " from compactions where layer != 'micro' and success",
+    )
+    assert rows
+    for overall, tasks, _names, paths in rows:
+        assert overall is not None and 0 <= overall <= 1
+        # open task ids live in the identity block, which begins every new context
+        assert tasks in (None, 1.0)
+        assert paths is None or 0 <= paths <= 1
+
+
+def test_an_older_event_database_gains_the_new_columns(tmp_path):
+    from team.events import CompactionEvent, SqliteEventLog
+
+    db = tmp_path / "events.db"
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "CREATE TABLE compactions (id INTEGER PRIMARY KEY, agent TEXT, layer TEXT, trigger TEXT,"
+        " tokens_before INTEGER, tokens_after INTEGER, messages_before INTEGER,"
+        " messages_after INTEGER, ts REAL)"
+    )
+    conn.commit()
+    conn.close()
+    log = SqliteEventLog(db)
+    log.emit(CompactionEvent("a", "auto", "t", 10, 5, 4, 1, retention_paths=0.5))
+    log.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("select retention_paths from compactions").fetchall() == [(0.5,)]
+    conn.close()

@@ -161,6 +161,9 @@ class Compactor:
                 summary_chars=len(summary),
                 duration_s=time.monotonic() - start,
                 retention=kept.overall,
+                retention_tasks=kept.task_ids,
+                retention_names=kept.names,
+                retention_paths=kept.paths,
             )
         )
         return new

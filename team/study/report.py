@@ -201,6 +201,7 @@ def _compaction_rows(rows: Rows, t0: float) -> list[list[str]]:
                 f"{fmt(r.get('messages_before'))} → {fmt(r.get('messages_after'))}",
                 fmt(r.get("summary_chars")),
                 fmt(r.get("retention"), "%"),
+                " / ".join(fmt(r.get(f"retention_{k}"), "%") for k in ("tasks", "names", "paths")),
                 fmt(r.get("duration_s"), "s"),
                 r.get("transcript") or "",
             ]
@@ -236,6 +237,7 @@ def write_html(rows: Rows, st: Stats, png: Path, out: Path, title: str = "team")
                 "messages",
                 "summary chars",
                 "retention",
+                "task ids / names / paths",
                 "duration",
                 "transcript",
             ],

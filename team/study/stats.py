@@ -141,6 +141,7 @@ class GroupStats:
     compactions: dict[str, LayerStats]
     mean_retention: float | None
     retention_samples: int
+    retention_by_kind: dict[str, float | None]  # task ids, teammate names, file paths
     deliveries_sent: int  # messages written to the agent's inbox
     deliveries_received: int  # messages the agent took in
     latency_p50: float | None
@@ -198,6 +199,16 @@ def group_stats(rows: Rows) -> GroupStats:
         },
         mean_retention=_mean(retentions),
         retention_samples=len(retentions),
+        retention_by_kind={
+            kind: _mean(
+                [
+                    r[f"retention_{kind}"]
+                    for r in rows.compactions
+                    if r.get(f"retention_{kind}") is not None
+                ]
+            )
+            for kind in ("tasks", "names", "paths")
+        },
         deliveries_sent=sum(1 for r in rows.deliveries if r.get("kind") == "sent"),
         deliveries_received=sum(1 for r in rows.deliveries if r.get("kind") == "received"),
         latency_p50=percentile(latencies, 0.50),
@@ -326,6 +337,9 @@ def tables(st: Stats) -> list[Table]:
         [
             "agent",
             "mean retention",
+            "task ids",
+            "names",
+            "paths",
             "samples",
             "sent to inbox",
             "received",
@@ -338,6 +352,9 @@ def tables(st: Stats) -> list[Table]:
             [
                 name,
                 fmt(g.mean_retention, "%"),
+                fmt(g.retention_by_kind["tasks"], "%"),
+                fmt(g.retention_by_kind["names"], "%"),
+                fmt(g.retention_by_kind["paths"], "%"),
                 fmt(g.retention_samples),
                 fmt(g.deliveries_sent),
                 fmt(g.deliveries_received),
