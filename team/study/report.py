@@ -62,9 +62,22 @@ def _agent_calls(rows: Rows, agent: str) -> list[dict[str, Any]]:
     ]
 
 
+def _on_line(calls: list[dict[str, Any]], r: dict[str, Any]) -> float:
+    """Where the agent's line is when the compaction happens: its last call before it.
+
+    `tokens_before` is an estimate on another scale (micro counts message text only), so
+    a marker placed there would float away from the line it belongs to.
+    """
+    before = [c for c in calls if c["ts"] <= r["ts"]]
+    if before:
+        return context_tokens(before[-1])
+    return r.get("tokens_before") or 0
+
+
 def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
+    lines = {agent: _agent_calls(rows, agent) for agent in agents}
     for i, agent in enumerate(agents):
-        calls = _agent_calls(rows, agent)
+        calls = lines[agent]
         if calls:
             ax.plot(
                 [r["ts"] - t0 for r in calls],
@@ -87,7 +100,7 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
                 continue
             ax.scatter(
                 [r["ts"] - t0 for r in pts],
-                [r.get("tokens_before") or 0 for r in pts],
+                [_on_line(lines.get(r["agent"], []), r) for r in pts],
                 marker=style["marker"],
                 s=style["size"],
                 facecolors=style["color"] if success else "none",
@@ -116,7 +129,8 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
 
 
 def _draw_cost(ax: Any, rows: Rows, st: Stats) -> None:
-    names = [*st.agents, "TEAM"]
+    # the person (`user`) and any agent that never called the model have no cost bar
+    names = [n for n, g in st.agents.items() if g.agent_calls or g.summary_calls] + ["TEAM"]
     groups = {name: rows.of(name) for name in st.agents}
     groups["TEAM"] = rows
     bottoms = [0.0] * len(names)
