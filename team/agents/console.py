@@ -108,12 +108,22 @@ def status_table(status: dict, title: str = ""):
     from rich.table import Table
 
     table = Table(title=title or None)
-    for col in ("agent", "state", "context tokens", "compactions", "calls", "inbox", "crashes"):
+    for col in (
+        "agent",
+        "state",
+        "task",
+        "context tokens",
+        "compactions",
+        "calls",
+        "inbox",
+        "crashes",
+    ):
         table.add_column(col, justify="left" if col in ("agent", "state") else "right")
     for name, st in status.get("agents", {}).items():
         table.add_row(
             name,
             st.get("state", "?"),
+            f"#{st['task']}" if st.get("task") else "-",
             f"{st.get('context_tokens', 0):,}",
             str(st.get("compactions", 0)),
             str(st.get("calls", 0)),

@@ -111,6 +111,7 @@ class Agent:
                     self.turn()
                 else:
                     self.status.state = "idle"
+                    self.status.task = None
                     self.check_stop()
                     self.waker.wait(self.poll_s)
         except Shutdown:

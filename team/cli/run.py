@@ -155,6 +155,7 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
         st = dict(snapshot.get("agents", {}).get(name, {}))
         if not running:
             st["state"] = "down"
+            st["task"] = None
         st.setdefault("state", "starting")
         st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
         agents[name] = st
