@@ -210,3 +210,21 @@ def test_a_task_claimed_just_before_a_crash_is_not_forgotten(tmp_path):
     again.resume()
     assert again.has_work()
     assert f"#{task.id} Write the changelog" in again.history.messages[-1].text()
+
+
+def test_a_crash_between_archive_and_log_loses_nothing(tmp_path):
+    """kill -9 after the transcript is written but before the session log records the
+    compaction: the restart continues the old segment, and the transcript is extra."""
+    ws = workspace(tmp_path)
+    model = ScriptedModel([reply(bash(1, "seq 1 50")), reply("done")], summary=reply("summary"))
+    agent = runtime(ws, model).build_agent("alice")
+    deliver(ws, "alice", "go", sender="user")
+    agent.has_work()
+    agent.turn()
+    before = [m.to_dict() for m in agent.history.messages]
+    assert agent.compactor.compact(agent.history, layer="manual", trigger="test") is not None
+    agent.session.close()  # ...and the process dies before `session.compaction(...)`
+    again = runtime(ws, ScriptedModel()).build_agent("alice")
+    again.resume()
+    assert [m.to_dict() for m in again.history.messages] == before
+    assert len(list(ws.transcripts_dir("alice").glob("*.jsonl"))) == 1
