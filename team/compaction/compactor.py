@@ -73,16 +73,16 @@ class Compactor:
 
     def view(self, history: History) -> list[Message]:
         """What is sent: the history with old tool results as placeholders."""
-        before = message_tokens(history.messages)
         out = self.micro.view(history.messages)
-        if out.newly_cleared:
+        if out.newly_cleared:  # only then count tokens: this runs before every call
+            after = message_tokens(out.view)
             self.sink.emit(
                 CompactionEvent(
                     agent=self.agent,
                     layer="micro",
                     trigger="view",
-                    tokens_before=before,
-                    tokens_after=message_tokens(out.view),
+                    tokens_before=after + out.tokens_cleared,
+                    tokens_after=after,
                     messages_before=len(history.messages),
                     messages_after=len(out.view),
                     results_cleared=out.newly_cleared,
