@@ -10,13 +10,17 @@ do anyway. Target: linear or better, under 5 ms per call at 1,000 messages.
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
+from team.compaction.compactor import Compactor
 from team.compaction.history import History
-from team.compaction.micro import MicroCompactor
-from team.compaction.tokens import estimate
+from team.compaction.transcripts import TranscriptStore
 from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, to_api, validate
+from team.events import MemorySink
+from team.llm.scripted import ScriptedModel
 
 
 def history(n_messages: int) -> History:
@@ -55,11 +59,18 @@ def main() -> None:
     prev = None
     for n in (100, 1_000, 10_000):
         h = history(n)
-        micro = MicroCompactor(CompactionConfig())
+        compactor = Compactor(
+            agent="bench",
+            config=CompactionConfig(),
+            model=ScriptedModel(),
+            transcripts=TranscriptStore(Path(tempfile.gettempdir()) / "bench-transcripts"),
+            sink=MemorySink(),
+            identity=lambda: "",
+        )
 
-        def pipeline(h=h, micro=micro):
-            view = micro.view(h.messages).view
-            estimate(h)
+        def pipeline(h=h, compactor=compactor):
+            view = compactor.view(h)  # the micro view, as the agent loop asks for it
+            compactor.should_auto(h)  # the estimate against the threshold
             validate(view)
 
         ms = per_call(pipeline)
