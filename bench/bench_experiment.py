@@ -22,6 +22,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
+from team.llm.prices import READ, WRITE_5M, billed_input
 from team.study.experiment import (
     REFERENCE,
     STRATEGIES,
@@ -48,16 +49,11 @@ def split(keep: Path, exp: Experiment) -> None:
     for o in exp.outcomes:
         rows = load(keep / o.strategy / ".team" / "events.db")
         team = compute(rows).team
-        summary = sum(
-            (r["input_tokens"] or 0)
-            + 1.25 * (r["cache_write_tokens"] or 0)
-            + 0.1 * (r["cache_read_tokens"] or 0)
-            for r in rows.model_calls
-            if r["purpose"] == "summary"
-        )
+        summary = sum(billed_input(r) for r in rows.model_calls if r["purpose"] == "summary")
         print(
-            f"{o.strategy:<12} {team.input_tokens:>12,} {1.25 * team.cache_write_tokens:>12,.0f} "
-            f"{0.1 * team.cache_read_tokens:>11,.0f} {summary:>10,.0f} {o.agent_calls:>12}"
+            f"{o.strategy:<12} {team.input_tokens:>12,} "
+            f"{WRITE_5M * team.cache_write_tokens:>12,.0f} "
+            f"{READ * team.cache_read_tokens:>11,.0f} {summary:>10,.0f} {o.agent_calls:>12}"
         )
 
 

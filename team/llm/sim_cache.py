@@ -23,16 +23,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-MIN_TOKENS = 1024
-TTL_SECONDS = 300.0
+from team.llm.prices import SIM_MODEL, TTL_SECONDS, billed_input, min_cache_tokens
+
+MIN_TOKENS = min_cache_tokens(SIM_MODEL)
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20
-
-# Anthropic's prices relative to base input: writes cost 1.25x (5-minute cache), reads 0.1x.
-WRITE_PRICE = 1.25
-READ_PRICE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,30 +52,6 @@ class CacheCharge:
         return billed_input(self)
 
 
-class InputCounts(Protocol):
-    """Anything with the three input counts: `CacheCharge` or `team.llm.base.Usage`."""
-
-    @property
-    def input_tokens(self) -> int: ...
-    @property
-    def cache_read_tokens(self) -> int: ...
-    @property
-    def cache_write_tokens(self) -> int: ...
-
-
-def billed_input(usage: InputCounts) -> float:
-    """Input cost in base-price token units: input + 1.25 x cache writes + 0.1 x cache reads.
-
-    Args:
-        usage: a `CacheCharge`, a `Usage`, or anything with the same three counts.
-    """
-    return (
-        usage.input_tokens
-        + WRITE_PRICE * usage.cache_write_tokens
-        + READ_PRICE * usage.cache_read_tokens
-    )
-
-
 class PromptCache:
     """The prompt cache of one agent. Thread-safe.
 
@@ -95,7 +67,7 @@ class PromptCache:
         self,
         *,
         min_tokens: int = MIN_TOKENS,
-        ttl: float = TTL_SECONDS,
+        ttl: float = TTL_SECONDS["5m"],
         lookback: int = LOOKBACK,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

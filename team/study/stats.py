@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from team.errors import UserError
+from team.llm import prices
 
 LAYERS = ("micro", "auto", "manual")
 
-# Prompt-cache prices relative to base input tokens (Anthropic: writes cost 1.25x,
-# reads 0.1x). Output tokens are counted as they are: their price ratio depends on the model.
-CACHE_WRITE_PRICE = 1.25
-CACHE_READ_PRICE = 0.1
+# Prompt-cache prices relative to base input tokens, from the one price table. Output
+# tokens are counted as they are: their price ratio depends on the model.
+CACHE_WRITE_PRICE = prices.WRITE_5M
+CACHE_READ_PRICE = prices.READ
 
 TABLES = ("model_calls", "compactions", "deliveries", "agent_events")
 
@@ -82,12 +83,8 @@ def load(db: Path) -> Rows:
 
 
 def billed_input(row: Row) -> float:
-    """Input cost of one call in base-price input tokens."""
-    return (
-        (row.get("input_tokens") or 0)
-        + CACHE_WRITE_PRICE * (row.get("cache_write_tokens") or 0)
-        + CACHE_READ_PRICE * (row.get("cache_read_tokens") or 0)
-    )
+    """Input cost of one call in base-price input tokens (see `team.llm.prices`)."""
+    return prices.billed_input(row)
 
 
 def context_tokens(row: Row) -> int:
