@@ -54,9 +54,9 @@ def test_kinds_absent_before_are_none_not_one():
 
 
 def test_task_id_spellings_are_the_same_fact():
-    before = 'claim_task {"task_id": 3}; task_id=4; Task #5; task: 6; tasks 8; #9'
-    assert facts(before, [])["task_ids"] == {"3", "4", "5", "6", "8", "9"}
-    assert retention("task 007", "#7", []).task_ids == 1.0
+    before = 'claim_task {"task_id": 3}; task_id=4; Task #5; task: 6; tasks 8; tasks: #9, #10'
+    assert facts(before, [])["task_ids"] == {"3", "4", "5", "6", "8", "9", "10"}
+    assert retention("task 007", "Task #7", []).task_ids == 1.0
 
 
 def test_names_are_whole_words_and_ignore_case():

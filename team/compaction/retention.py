@@ -14,115 +14,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from team import facts as _facts
+
 KINDS = ("task_ids", "names", "paths")
 
-# "#12", "task 12", "Task #12", "task: 12", "task id 12", "tasks 12", and the JSON/kwarg
-# spellings '"task_id": 12', "task_id=12", '"task_id": "12"'. `&` is excluded before "#"
-# so HTML entities such as "&#39;" are not read as tasks.
-_TASK_PATTERNS = (
-    re.compile(r"(?<![\w&#])#(\d+)\b"),
-    re.compile(r"\btasks?[ \t]*(?:id[ \t]*)?[#:]?[ \t]*(\d+)\b", re.IGNORECASE),
-    re.compile(r"""\btask_id["']?[ \t]*[:=][ \t]*["']?(\d+)\b""", re.IGNORECASE),
-)
-
-# Candidate path tokens: runs of the characters paths are made of. Quotes, brackets,
-# colons (":12" line numbers, "https:"), commas and backslashes all end a token.
-_TOKEN = re.compile(r"[\w.~/@+-]+")
-
-# JSON-escaped text ("...\nsrc/a.py") would otherwise glue the escape letter to the path.
-_ESCAPE = re.compile(r"\\[ntr\"'\\/]")
-
-# Without a slash, a dotted word is only a file if its extension is a file extension:
-# "os.path", "e.g" and "self.name" are not files, "team.toml" and "main.py" are.
-_EXTENSIONS = frozenset(
-    {
-        "py",
-        "pyi",
-        "pyx",
-        "ipynb",
-        "md",
-        "rst",
-        "txt",
-        "toml",
-        "json",
-        "jsonl",
-        "yaml",
-        "yml",
-        "cfg",
-        "ini",
-        "conf",
-        "lock",
-        "log",
-        "csv",
-        "tsv",
-        "db",
-        "sqlite",
-        "sql",
-        "html",
-        "htm",
-        "css",
-        "scss",
-        "js",
-        "mjs",
-        "cjs",
-        "ts",
-        "tsx",
-        "jsx",
-        "vue",
-        "svelte",
-        "c",
-        "h",
-        "cc",
-        "cpp",
-        "cxx",
-        "hpp",
-        "hh",
-        "rs",
-        "go",
-        "java",
-        "kt",
-        "kts",
-        "scala",
-        "rb",
-        "php",
-        "pl",
-        "swift",
-        "cs",
-        "jl",
-        "lua",
-        "sh",
-        "bash",
-        "zsh",
-        "fish",
-        "ps1",
-        "bat",
-        "xml",
-        "svg",
-        "png",
-        "jpg",
-        "jpeg",
-        "gif",
-        "webp",
-        "pdf",
-        "zip",
-        "gz",
-        "tgz",
-        "tar",
-        "whl",
-        "proto",
-        "graphql",
-        "dockerfile",
-        "mk",
-        "cmake",
-        "gradle",
-        "patch",
-        "diff",
-        "bak",
-        "pem",
-        "crt",
-    }
-)
-_FILE_NAME = re.compile(r"^[\w.+@-]*\w[\w+@-]*\.([A-Za-z][A-Za-z0-9]{0,9})$")
+# One pass over the text for all names; agent names may contain "-" and "_", so the word
+# boundary is spelled out: "bob" must not match inside "bobby" or "bob_2".
+_WORD = re.compile(r"(?<![\w-])[\w-]+(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -140,11 +38,8 @@ class Retention:
 
 
 def task_ids(text: str) -> set[str]:
-    """Task ids mentioned in `text`, normalised to their decimal form ("007" -> "7")."""
-    found: set[str] = set()
-    for pattern in _TASK_PATTERNS:
-        found.update(str(int(m.group(1))) for m in pattern.finditer(text))
-    return found
+    """Task ids `text` names, in their decimal form ("task 007" -> "7"); see team.facts."""
+    return {str(n) for n in _facts.task_ids(text)}
 
 
 def names(text: str, teammates: Iterable[str]) -> set[str]:
@@ -152,44 +47,13 @@ def names(text: str, teammates: Iterable[str]) -> set[str]:
     wanted = {n.lower(): n for n in teammates if n}
     if not wanted:
         return set()
-    # One pass over the text for all names (a search per name made 100-agent teams pay
-    # names x text). Agent names may contain "-" and "_", so the word boundary is spelled
-    # out: "bob" must not match inside "bobby" or "bob_2".
-    words = re.findall(r"(?<![\w-])[\w-]+(?![\w-])", text.lower())
-    return {wanted[w] for w in set(words) if w in wanted}
-
-
-def _as_path(token: str) -> str | None:
-    token = token.rstrip(".-")
-    if token.startswith("./"):
-        token = token[2:]
-    if token.startswith("//"):  # the rest of "https://host/x": a URL, not a file
-        return None
-    if "/" in token:
-        token = token.rstrip("/")
-        # "1/2" and "2024/01/02" are numbers and dates; a path names something.
-        if not any(c.isalpha() for c in token):
-            return None
-        return token
-    m = _FILE_NAME.match(token)
-    if m and m.group(1).lower() in _EXTENSIONS:
-        return token
-    return None
+    # A search per name made 100-agent teams pay names x text; this is one pass.
+    return {wanted[w] for w in set(_WORD.findall(text.lower())) if w in wanted}
 
 
 def paths(text: str) -> set[str]:
-    """File paths in `text`: tokens with a "/" or a known file extension.
-
-    Trailing sentence dots and slashes and a leading "./" are dropped, so "./src/a.py."
-    and "src/a.py" are the same fact.
-    """
-    text = _ESCAPE.sub(" ", text)
-    found = set()
-    for token in _TOKEN.findall(text):
-        path = _as_path(token)
-        if path:
-            found.add(path)
-    return found
+    """File paths in `text`, normalised ("./src/a.py." is "src/a.py"); see team.facts."""
+    return _facts.paths(text)
 
 
 def facts(text: str, teammates: Iterable[str]) -> dict[str, set[str]]:
