@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -13,6 +13,7 @@ from team.errors import UserError
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 CONFIG_FILE = "team.toml"
+SandboxMode = Literal["auto", "bwrap", "off"]
 
 
 class ConfigError(UserError):
@@ -40,6 +41,23 @@ class CompactionConfig(BaseModel):
     """Turn the auto layer off (for experiments)."""
 
 
+class LimitsConfig(BaseModel):
+    """What one sandboxed `bash` command may use (see team.agents.limits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_s: int = Field(300, gt=0)
+    """CPU seconds each process of a command may use."""
+    memory_mb: int = Field(8192, gt=0)
+    """Memory each process may write to (RLIMIT_DATA), in MiB."""
+    processes: int = Field(512, gt=0)
+    """Processes (and threads) one command may run at once."""
+    file_mb: int = Field(1024, gt=0)
+    """Largest file a command may write, in MiB."""
+    output_mb: int = Field(64, gt=0)
+    """Output a command may print before it is killed, in MiB."""
+
+
 class AgentConfig(BaseModel):
     """One named agent."""
 
@@ -51,6 +69,10 @@ class AgentConfig(BaseModel):
     prompt: str = ""
     compaction: dict[str, Any] = Field(default_factory=dict)
     """Overrides of any [compaction] key for this agent alone."""
+    sandbox: SandboxMode | None = None
+    """This agent's sandbox mode, when it differs from [team] sandbox."""
+    network: bool | None = None
+    """Network access for this agent's commands, when it differs from [team] network."""
 
     @field_validator("name")
     @classmethod
@@ -76,6 +98,14 @@ class TeamSection(BaseModel):
     model: str = "sim"
     """An Anthropic model id, or "sim" for the offline simulator."""
     max_tokens: int = Field(8000, gt=0)
+    sandbox: SandboxMode = "auto"
+    """Confine `bash`: "bwrap" (bubblewrap, or refuse to start), "auto" (bubblewrap when
+    it works here, otherwise unconfined with one warning at `team up`), "off"."""
+    network: bool = False
+    """Let sandboxed commands reach the network."""
+    deny_read: list[str] = Field(default_factory=list)
+    """Paths commands and file tools may not read, on top of the built-in secrets list
+    (~ is the home folder; relative paths are taken from the workspace root)."""
 
 
 class TeamConfig(BaseModel):
@@ -85,6 +115,7 @@ class TeamConfig(BaseModel):
 
     team: TeamSection = Field(default_factory=TeamSection)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     agents: list[AgentConfig] = Field(min_length=1)
 
     def agent(self, name: str) -> AgentConfig:

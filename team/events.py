@@ -78,8 +78,31 @@ class AgentEvent:
     table = "agent_events"
 
 
-Event = ModelCallEvent | CompactionEvent | DeliveryEvent | AgentEvent
-EVENT_TYPES: tuple[type, ...] = (ModelCallEvent, CompactionEvent, DeliveryEvent, AgentEvent)
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One command or file write an agent made (`team audit` reads these)."""
+
+    agent: str
+    tool: str  # "bash", "write_file" or "edit_file"
+    target: str  # the command line, or the path as the model wrote it
+    outcome: str  # "ok", "failed", "refused", "timeout", "stopped", "output_limit"
+    exit_code: int | None = None  # bash only; None when the command was killed
+    duration_s: float = 0.0
+    bytes: int = 0  # output printed (bash) or the file's size after the write
+    sandbox: str = "off"  # "bwrap" or "off"
+    detail: str | None = None  # why a write was refused
+    ts: float = field(default_factory=time.time)
+    table = "audit"
+
+
+Event = ModelCallEvent | CompactionEvent | DeliveryEvent | AgentEvent | AuditEvent
+EVENT_TYPES: tuple[type, ...] = (
+    ModelCallEvent,
+    CompactionEvent,
+    DeliveryEvent,
+    AgentEvent,
+    AuditEvent,
+)
 
 
 class EventSink(Protocol):

@@ -238,15 +238,30 @@ def test_bash_runs_in_the_workspace_and_shows_the_exit_code(ws: Workspace, box: 
 def test_bash_timeout_kills_the_whole_process_group(ws: Workspace) -> None:
     box = make_box(ws, bash_timeout=1.0)
     t0 = time.monotonic()
-    res = box.run("bash", {"command": "sleep 60 & echo $! > child.pid; echo started; sleep 60"})
+    # a marker in the command line finds the child from outside, even in a PID namespace
+    res = box.run("bash", {"command": "sleep 60.4242 & echo started; sleep 60"})
     assert time.monotonic() - t0 < 8
     assert res.is_error and "timed out after 1s" in res.content
     assert "started" in res.content  # output before the timeout is kept
-    child = int((ws.root / "child.pid").read_text())
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while _running("60.4242") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the background child survived the timeout"
+    assert not _running("60.4242"), "the background child survived the timeout"
+
+
+def _running(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if marker.encode() in argv and _alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def test_bash_does_not_hang_on_a_background_child(ws: Workspace, box: Toolbox) -> None:

@@ -1,9 +1,10 @@
-"""File tools confined to the workspace: read_file, write_file, edit_file (DESIGN §9).
+"""File tools confined to the agent's scope: read_file, write_file, edit_file.
 
 Every path is resolved (symlinks followed) before it is checked, so `link -> /etc` or
-`../x` cannot lead out of the workspace, and `link -> .team` cannot lead into the
-folders the agents must never write (`.team/`, `.transcripts/`). This is a guard
-against mistakes, not a sandbox: `bash` can still do anything the user can.
+`../x` cannot lead out of the writable root, `link -> .team` cannot lead into the
+folders the agents must never write (`.team/`, `.transcripts/`), and nothing under a
+`deny_read` path is read or written. The `Scope` is the one the sandbox gives `bash`
+(team.agents.sandbox), so the file tools and a sandboxed command agree.
 """
 
 from __future__ import annotations
@@ -14,24 +15,24 @@ import stat
 import uuid
 from pathlib import Path
 
+from team.agents.sandbox import Scope
 from team.errors import UserError
-from team.workspace import Workspace
 
 
 class PathError(UserError):
     """A path the file tools refuse: outside the workspace, or protected."""
 
 
-def resolve_inside(ws: Workspace, path: str, *, for_write: bool = False) -> Path:
-    """The real path `path` names, checked to be inside the workspace.
+def resolve_inside(ws: Scope, path: str, *, for_write: bool = False) -> Path:
+    """The real path `path` names, checked to be inside the scope's root.
 
     Args:
-        ws: the workspace; relative paths are taken from its root.
-        path: relative to the workspace root, or absolute inside it.
-        for_write: also refuse anything under `.team/` or `.transcripts/`.
+        ws: the agent's scope; relative paths are taken from its root.
+        path: relative to the root, or absolute inside it.
+        for_write: also refuse anything under the protected paths (`.team/`, ...).
 
     Raises:
-        PathError: empty, outside the workspace, or (for writes) protected.
+        PathError: empty, outside the root, denied, or (for writes) protected.
     """
     if not path or not path.strip():
         raise PathError("path is empty")
@@ -42,16 +43,21 @@ def resolve_inside(ws: Workspace, path: str, *, for_write: bool = False) -> Path
     if not target.is_relative_to(root):
         via = "" if str(target) == path else f" (resolves to {target})"
         raise PathError(f"path escapes the workspace: {path}{via}")
+    for secret in ws.deny_read:
+        if target.is_relative_to(secret):
+            raise PathError(f"refusing {path}: it is under deny_read ({secret})")
     if for_write:
         for folder in ws.protected:
-            # both spellings: the folder itself may be a symlink to elsewhere
-            if target.is_relative_to(folder) or target.is_relative_to(folder.resolve()):
+            # both spellings: the folder itself may be a symlink to elsewhere; a root
+            # inside the folder (an agent's worktree in .team/) is writable, as in bash
+            spellings = {folder, folder.resolve()} - {p for p in root.parents}
+            if any(target.is_relative_to(f) for f in spellings):
                 rel = folder.relative_to(ws.root) if folder.is_relative_to(ws.root) else folder
                 raise PathError(f"refusing to write under {rel}/ (managed by team): {path}")
     return target
 
 
-def read_text(ws: Workspace, path: str, *, limit: int | None, cap: int) -> str:
+def read_text(ws: Scope, path: str, *, limit: int | None, cap: int) -> str:
     """The text of a workspace file: at most `limit` lines and about `cap` characters.
 
     Whatever is left out is said at the end, with how many lines remain, so the model
@@ -86,7 +92,7 @@ def read_text(ws: Workspace, path: str, *, limit: int | None, cap: int) -> str:
     return text
 
 
-def write_text(ws: Workspace, path: str, content: str) -> str:
+def write_text(ws: Scope, path: str, content: str) -> str:
     """Write a workspace file whole (creating folders); returns a one-line confirmation."""
     target = resolve_inside(ws, path, for_write=True)
     if target.is_dir():
@@ -98,7 +104,7 @@ def write_text(ws: Workspace, path: str, content: str) -> str:
     return f"{verb} {_rel(ws, target)} ({len(data)} bytes, {content.count(chr(10))} lines)"
 
 
-def edit_text(ws: Workspace, path: str, old_text: str, new_text: str) -> str:
+def edit_text(ws: Scope, path: str, old_text: str, new_text: str) -> str:
     """Replace the one occurrence of `old_text` in a workspace file with `new_text`.
 
     Exactly one occurrence is required: zero means the model's picture of the file is
@@ -148,7 +154,7 @@ def atomic_write(target: Path, data: bytes) -> None:
         raise
 
 
-def _rel(ws: Workspace, target: Path) -> str:
+def _rel(ws: Scope, target: Path) -> str:
     try:
         return str(target.relative_to(ws.root.resolve()))
     except ValueError:

@@ -1,7 +1,8 @@
 """The `bash` tool: one command in the workspace, with a timeout and an output cap.
 
-Not a sandbox. The command runs as the user, with the user's rights; what it does not
-get is the team's API keys (see `scrubbed_env`). It runs in its own process group so
+With a `Sandbox` (team.agents.sandbox) the command runs under bubblewrap and per-command
+limits; without one it runs as the user, with the user's rights. Either way it does not
+get the team's API keys (see `scrubbed_env`), and it runs in its own process group so
 that a timeout or a stop kills everything it started, not just the shell.
 """
 
@@ -17,6 +18,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from team.agents.sandbox import Sandbox
 
 # Substrings that mark a variable as a secret. Broad on purpose: a lost PATH-like
 # variable costs a command a retry, a leaked key costs the user money.
@@ -45,11 +50,16 @@ class ShellResult:
     timed_out: bool = False
     stopped: bool = False
     cut: int = 0  # bytes of output left out
+    total: int = 0  # bytes of output the command printed
+    output_limit: int | None = None  # set when it was killed for printing more than this
 
     def render(self, timeout: float) -> str:
         """The text the model sees: output, then one line on how the command ended."""
         text = self.output.rstrip("\n")
-        if self.timed_out:
+        if self.output_limit is not None:
+            mib = self.output_limit / (1024 * 1024)
+            end = f"[killed: printed more than the {mib:g} MiB output limit]"
+        elif self.timed_out:
             end = f"[timed out after {timeout:g}s; the command and its children were killed]"
         elif self.stopped:
             end = "[interrupted: the team is stopping; the command was killed]"
@@ -65,7 +75,9 @@ class _Capture:
     command that prints gigabytes must not grow the agent's memory.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, limit: int | None = None) -> None:
+        self.limit = limit
+        self.over = threading.Event()  # set once more than `limit` bytes came in
         self.head_limit = cap - cap // 2
         self.tail_limit = cap // 2
         self.head = bytearray()
@@ -74,6 +86,8 @@ class _Capture:
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if self.limit is not None and self.total > self.limit:
+            self.over.set()
         room = self.head_limit - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -112,6 +126,7 @@ def run_command(
     output_cap: int,
     stop: threading.Event | None = None,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ShellResult:
     """Run `command` with bash in `cwd`; stdout and stderr are merged, in order.
 
@@ -122,10 +137,27 @@ def run_command(
         output_cap: most characters of output kept (head and tail).
         stop: when set, the command is killed at once (the team is shutting down).
         env: the environment; default the scrubbed `os.environ`.
+        sandbox: confines the command and sets its limits (default: unconfined).
     """
-    shell = shutil.which("bash") or "/bin/sh"
+    if sandbox is None:
+        shell = shutil.which("bash") or "/bin/sh"
+        return _run([shell, "-c", command], cwd, timeout, output_cap, None, stop, env)
+    limit = sandbox.limits.output_mb * 1024 * 1024 if sandbox.bwrap else None
+    with sandbox.argv(command) as argv:
+        return _run(argv, cwd, timeout, output_cap, limit, stop, env)
+
+
+def _run(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    output_cap: int,
+    output_limit: int | None,
+    stop: threading.Event | None,
+    env: Mapping[str, str] | None,
+) -> ShellResult:
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        argv,
         cwd=cwd,
         env=dict(env) if env is not None else scrubbed_env(),
         stdin=subprocess.DEVNULL,
@@ -133,13 +165,16 @@ def run_command(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # own process group: a timeout kills the children too
     )
-    capture = _Capture(output_cap)
+    capture = _Capture(output_cap, output_limit)
     reader = threading.Thread(target=_pump, args=(proc, capture), daemon=True)
     reader.start()
 
     deadline = time.monotonic() + timeout
-    timed_out = stopped = False
+    timed_out = stopped = flooded = False
     while proc.poll() is None:
+        if capture.over.is_set():
+            flooded = True
+            break
         if stop is not None and stop.is_set():
             stopped = True
             break
@@ -149,7 +184,7 @@ def run_command(
             break
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=min(left, 0.1))
-    if timed_out or stopped:
+    if timed_out or stopped or flooded:
         _kill_group(proc)
     reader.join(_PIPE_GRACE)
     if reader.is_alive():
@@ -158,8 +193,16 @@ def run_command(
         _kill_group(proc)
         reader.join(_PIPE_GRACE)
     output, cut = capture.text()
-    code = None if (timed_out or stopped) else proc.returncode
-    return ShellResult(output, code, timed_out=timed_out, stopped=stopped, cut=cut)
+    code = None if (timed_out or stopped or flooded) else proc.returncode
+    return ShellResult(
+        output,
+        code,
+        timed_out=timed_out,
+        stopped=stopped,
+        cut=cut,
+        total=capture.total,
+        output_limit=output_limit if flooded else None,
+    )
 
 
 def _pump(proc: subprocess.Popen[bytes], capture: _Capture) -> None:

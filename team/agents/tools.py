@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from team.agents import fs_tools
+from team.agents.sandbox import Sandbox
 from team.agents.shell import run_command
 from team.config import TeamConfig
 from team.errors import UserError
-from team.events import AgentEvent, EventSink
+from team.events import AgentEvent, AuditEvent, EventSink
 from team.llm.base import ToolSpec
 from team.mailbox import post
 from team.tasks import TaskBoard
@@ -58,7 +60,9 @@ def tool_specs() -> list[ToolSpec]:
         _spec(
             "bash",
             "Run a shell command (bash) in the workspace root. Output (stdout+stderr) is "
-            "capped and the command is killed after a timeout. Not a sandbox.",
+            "capped and the command is killed after a timeout. When the team is "
+            "sandboxed, only the workspace is writable (.team/ and .transcripts/ are "
+            "not), /tmp is private, secrets are hidden and there is no network.",
             {"command": _str("The command line to run.")},
             ["command"],
         ),
@@ -171,8 +175,10 @@ class Toolbox:
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
         stop: threading.Event | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
-        """Args: `stop`, when set, kills a running `bash` command (team shutdown)."""
+        """Args: `stop`, when set, kills a running `bash` command (team shutdown);
+        `sandbox`, the agent's (default: the one team.toml gives it)."""
         self.ws = ws
         self.agent = agent
         self.config = config
@@ -181,6 +187,8 @@ class Toolbox:
         self.bash_timeout = bash_timeout
         self.output_cap = output_cap
         self.stop = stop
+        self.sandbox = sandbox or Sandbox.for_agent(ws, config, agent)
+        self.scope = self.sandbox.scope
         # a handler returns the text of a success, or a whole ToolResult when it decides
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,
@@ -223,30 +231,80 @@ class Toolbox:
         command = _need_str(input, "command")
         if not command.strip():
             raise ToolInputError("command is empty")
+        start = time.monotonic()
         res = run_command(
             command,
-            self.ws.root,
+            self.scope.root,
             timeout=self.bash_timeout,
             output_cap=self.output_cap,
             stop=self.stop,
+            sandbox=self.sandbox,
         )
-        return ToolResult(res.render(self.bash_timeout), is_error=res.timed_out or res.stopped)
+        if res.output_limit is not None:
+            outcome = "output_limit"
+        elif res.timed_out or res.stopped:
+            outcome = "timeout" if res.timed_out else "stopped"
+        else:
+            outcome = "ok" if res.exit_code == 0 else "failed"
+        self._audit("bash", command, outcome, start, res.total, exit_code=res.exit_code)
+        killed = res.timed_out or res.stopped or res.output_limit is not None
+        return ToolResult(res.render(self.bash_timeout), is_error=killed)
 
     def _read_file(self, input: dict[str, Any]) -> str:
         limit = _opt_int(input, "limit")
         if limit is not None and limit < 1:
             raise ToolInputError("limit must be at least 1")
         path = _need_str(input, "path")
-        return fs_tools.read_text(self.ws, path, limit=limit, cap=self.output_cap)
+        return fs_tools.read_text(self.scope, path, limit=limit, cap=self.output_cap)
 
     def _write_file(self, input: dict[str, Any]) -> str:
         path, content = _need_str(input, "path"), _need_str(input, "content")
-        return fs_tools.write_text(self.ws, path, content)
+        return self._audited_write("write_file", path, fs_tools.write_text, content)
 
     def _edit_file(self, input: dict[str, Any]) -> str:
         path = _need_str(input, "path")
         old, new = _need_str(input, "old_text"), _need_str(input, "new_text")
-        return fs_tools.edit_text(self.ws, path, old, new)
+        return self._audited_write("edit_file", path, fs_tools.edit_text, old, new)
+
+    def _audited_write(self, tool: str, path: str, write: Callable[..., str], *args: str) -> str:
+        start = time.monotonic()
+        try:
+            out = write(self.scope, path, *args)
+        except (UserError, OSError) as e:
+            outcome = "refused" if isinstance(e, fs_tools.PathError) else "failed"
+            self._audit(tool, path, outcome, start, 0, detail=str(e))
+            raise
+        size = fs_tools.resolve_inside(self.scope, path).stat().st_size
+        self._audit(tool, path, "ok", start, size)
+        return out
+
+    def _audit(
+        self,
+        tool: str,
+        target: str,
+        outcome: str,
+        start: float,
+        size: int,
+        *,
+        exit_code: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        if self.sink is None:
+            return
+        took = time.monotonic() - start
+        self.sink.emit(
+            AuditEvent(
+                self.agent,
+                tool,
+                target,
+                outcome,
+                exit_code=exit_code,
+                duration_s=took,
+                bytes=size,
+                sandbox=self.sandbox.mode,
+                detail=detail,
+            )
+        )
 
     def _send_message(self, input: dict[str, Any]) -> str:
         to, content = _need_str(input, "to"), _need_str(input, "content")

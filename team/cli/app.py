@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from team.cli import (  # noqa: F401  (imported for their @app.command registrations)
+    audit_cmd,
     demo,
     experiment_cmd,
     init_cmd,

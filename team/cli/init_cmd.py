@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from team.agents import sandbox
 from team.cli.base import DirOption, app, workspace
 from team.config import render_config
 from team.errors import UserError
@@ -44,9 +45,12 @@ def init(
 
 @app.command()
 def check(dir: DirOption = ".") -> None:
-    """Check team.toml and print the team it defines."""
-    cfg = workspace(dir).load_config()
+    """Check team.toml and print the team it defines, and how its commands are confined."""
+    ws = workspace(dir)
+    cfg = ws.load_config()
     n = len(cfg.agents)
     typer.echo(f"team {cfg.team.name!r}, model {cfg.team.model}, {n} agent{'s' if n != 1 else ''}:")
     for a in cfg.agents:
         typer.echo(f"  {a.name} ({a.role})")
+    for line in sandbox.summary(ws, cfg, sandbox.detect()):
+        typer.echo(line)

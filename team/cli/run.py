@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from team.agents import sandbox
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.lock import TeamLock
 from team.agents.runtime import Runtime
@@ -48,6 +49,9 @@ def up(
     config = ws.load_config()
     model_id = model or config.team.model
     llm = make_model(model_id, sim_latency=sim_latency)
+    # before anything starts: an explicit sandbox = "bwrap" that cannot work is an error
+    if warning := sandbox.preflight(config, sandbox.detect()):
+        print(warning, file=sys.stderr, flush=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     live = sys.stdout.isatty()
     counter = RunCounter()
