@@ -225,7 +225,9 @@ def test_no_network_unless_network_is_true(tmp_path: Path, home: Path, server: i
 def test_a_fork_bomb_fails_that_command_only(tmp_path: Path, home: Path) -> None:
     ws = workspace(tmp_path, extra=SMALL_LIMITS)
     box, _ = toolbox(ws, bash_timeout=20.0)
-    res = bash(box, ":(){ :|:& };:")
+    # the sleep keeps the sandbox up while the bomb runs into the limit (the sandbox
+    # ends, and kills the bomb, when its first shell exits)
+    res = bash(box, ":(){ :|:& };:; sleep 5")
     assert "Resource temporarily unavailable" in res.content  # the limit, not the timeout
     still_works(box)
 
