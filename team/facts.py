@@ -133,8 +133,12 @@ def _raw_windows(token: str) -> bool:
 
 
 def _drive(token: str) -> bool:
-    return len(token) > 3 and token[0].isascii() and token[0].isalpha() and token[1] == ":" and (
-        token[2] in "\\/"
+    return (
+        len(token) > 3
+        and token[0].isascii()
+        and token[0].isalpha()
+        and token[1] == ":"
+        and (token[2] in "\\/")
     )
 
 

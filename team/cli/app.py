@@ -8,6 +8,7 @@ from team.cli import (  # noqa: F401  (imported for their @app.command registrat
     audit_cmd,
     demo,
     experiment_cmd,
+    import_cmd,
     init_cmd,
     messages,
     run,

@@ -289,17 +289,23 @@ def replay_agent(
 
 
 def replay_strategy(
-    recording: Recording, name: str, compaction: dict[str, Any], root: Path
+    recording: Recording,
+    name: str,
+    compaction: dict[str, Any],
+    root: Path,
+    model: ReplayModel | None = None,
 ) -> Outcome:
     """Replay every agent of `recording` under one strategy's `[compaction]` settings.
 
     Agents are replayed one after another in this thread, so a replay is deterministic.
+    `model` answers with the recorded replies (a fresh `ReplayModel` by default; an
+    imported log's replay passes a calibrated one, see team.sessions.calibration).
     """
     from team.events import SqliteEventLog
 
     ws = Workspace.at(root)
     ws.team_dir.mkdir(parents=True, exist_ok=True)
-    model = ReplayModel(recording.turns())
+    model = model or ReplayModel(recording.turns())
     # Over the defaults, not over the recording's team.toml: every strategy means the
     # same settings whatever the recorded team was configured with.
     config = CompactionConfig.model_validate(compaction)

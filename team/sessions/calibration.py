@@ -1,0 +1,262 @@
+"""Calibration: a replay of a recorded session billed the way that session was billed.
+
+An uncalibrated replay counts JSON-escaped characters / 4, bills the private `name` of
+tool results, charges our own 1k-token system prompt instead of the recorded agent's
+(19-26k tokens per Claude Code call), and keeps the cache warm across hours of pause. On
+recorded sessions that came out 34-45% below the recorded input. Here instead:
+
+- the text the API receives is counted (`to_api`: no private fields, no JSON escaping);
+- tokens per character and the fixed prefix (system prompt + tools) are measured from
+  the log's own usage: each recorded call read `prefix + chars / chars_per_token`, so a
+  least-squares line through (context chars, recorded input) gives both;
+- the prompt cache's clock is the recorded time of the reply being replayed, so a pause
+  in the recording expires the cache as it did then.
+
+`CalibratedReplay` is the model a calibrated replay runs on: recorded replies, summaries
+from the simulator or a real model, usage from the calibration.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from team.conversation import (
+    Block,
+    InvalidConversation,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    validate,
+)
+from team.llm.base import Model, ModelError, ModelRequest, ModelResponse, Usage
+from team.llm.prices import TTL_SECONDS, billed_input
+from team.llm.sim_cache import Piece, PromptCache
+from team.llm.sim_summary import summarise
+from team.sessions.model import AgentLog, RecordedUsage, Session
+
+DEFAULT_CHARS_PER_TOKEN = 4.0
+
+
+def api_chars(block: Block) -> int:
+    """Characters of a block as the API receives it (no private fields, no escaping)."""
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ToolUseBlock):
+        return len(block.name) + len(json.dumps(block.input, ensure_ascii=False))
+    if isinstance(block, ToolResultBlock):
+        return len(block.content)
+    return 0
+
+
+def message_chars(m: Message) -> int:
+    return sum(api_chars(b) for b in m.content)
+
+
+@dataclass(frozen=True)
+class AgentCalibration:
+    """How one recorded agent's calls were billed.
+
+    Attributes:
+        chars_per_token: characters of conversation per input token.
+        prefix_tokens: the fixed prefix every call read (system prompt and tools).
+        measured: True when both came from the log's usage, False for defaults.
+        times: the recorded time of each reply, in order (None where unknown).
+    """
+
+    chars_per_token: float
+    prefix_tokens: int
+    measured: bool
+    times: tuple[float | None, ...] = ()
+
+
+def calibrate(agent: AgentLog) -> AgentCalibration:
+    """Measure tokens per character and the fixed prefix from the agent's usage."""
+    points = []  # (chars of context the call read, recorded input tokens)
+    chars = 0
+    marks = {c.before: c for c in agent.compactions}
+    for i, t in enumerate(agent.turns):
+        if i in marks:
+            chars = marks[i].summary_chars  # the recorded agent's new context
+        if t.role == "assistant" and t.usage is not None and t.usage.input_total > 0:
+            points.append((chars, t.usage.input_total))
+        chars += message_chars(t.message())
+    times = tuple(t.time for t in agent.replies())
+    fitted = _fit(points)
+    if fitted is None:
+        prefix = len(agent.system) + agent.tools_chars
+        return AgentCalibration(
+            DEFAULT_CHARS_PER_TOKEN, int(prefix / DEFAULT_CHARS_PER_TOKEN), False, times
+        )
+    per_char, prefix = fitted
+    return AgentCalibration(1.0 / per_char, prefix, True, times)
+
+
+def _fit(points: list[tuple[int, int]]) -> tuple[float, int] | None:
+    """Least squares `tokens = prefix + k * chars`, k kept to plausible values."""
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx <= 0:
+        return None
+    k = sum((x - mx) * (y - my) for x, y in points) / sxx
+    k = min(1 / 1.5, max(1 / 8, k))  # 1.5 to 8 characters a token: beyond is noise
+    prefix = max(0, round(my - k * mx))
+    return k, prefix
+
+
+@dataclass
+class Recorded:
+    """The `recorded` row: what the log says its calls cost."""
+
+    calls: int
+    input_tokens_total: int  # input + cache read + cache write, summed over calls
+    billed_input: float
+    output_tokens: int
+    peak_context: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "input_tokens_total": self.input_tokens_total,
+            "billed_input": self.billed_input,
+            "output_tokens": self.output_tokens,
+            "peak_context": self.peak_context,
+        }
+
+
+def recorded(session: Session) -> Recorded | None:
+    """The row from the log's own usage; None when the log has none."""
+    calls = [t.usage for a in session.agents for t in a.turns if t.usage and t.usage.input_total]
+    if not calls:
+        total = session.totals
+        if total is None:
+            return None
+        return Recorded(0, total.input_total, billed_input(total), total.output_tokens, 0)
+    out = RecordedUsage()
+    for u in calls:
+        out = out + u
+    return Recorded(
+        len(calls),
+        out.input_total,
+        sum(billed_input(u) for u in calls),
+        out.output_tokens,
+        max(u.input_total + u.output_tokens for u in calls),
+    )
+
+
+class CalibratedReplay:
+    """The model of a calibrated replay. Thread-safe.
+
+    Agent turns are answered with the recorded replies, in order; summary requests by
+    `summary_model` (a real model, e.g. `AnthropicModel`) or else the simulator's
+    extractive summary. Usage comes from each agent's calibration and a prompt cache
+    whose clock is the recorded time of the reply being replayed.
+    """
+
+    name = "replay"
+
+    def __init__(
+        self,
+        turns: dict[str, list[Message]],
+        calibration: dict[str, AgentCalibration],
+        *,
+        outputs: dict[str, list[int]] | None = None,
+        summary_model: Model | None = None,
+        ttl: str = "5m",
+    ) -> None:
+        self._turns = {a: deque(ms) for a, ms in turns.items()}
+        self._outputs = {a: deque(o) for a, o in (outputs or {}).items()}
+        self._times = {a: deque(c.times) for a, c in calibration.items()}
+        self._cal = calibration
+        self._summary = summary_model
+        self._now: dict[str, float] = {}
+        self._caches: dict[str, PromptCache] = {}
+        self._ttl = TTL_SECONDS[ttl]
+        self._lock = threading.Lock()
+
+    def left(self, agent: str) -> int:
+        """Recorded replies not yet given."""
+        return len(self._turns.get(agent, ()))
+
+    def _cache(self, agent: str) -> PromptCache:
+        if agent not in self._caches:
+            self._caches[agent] = PromptCache(
+                ttl=self._ttl, clock=lambda: self._now.get(agent, 0.0)
+            )
+        return self._caches[agent]
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            validate(request.messages)
+        except InvalidConversation as e:
+            raise ModelError(f"invalid request (the API would answer 400): {e}") from e
+        agent = request.agent
+        cal = self._cal.get(agent) or AgentCalibration(DEFAULT_CHARS_PER_TOKEN, 0, False)
+        output: int | None = None
+        if request.purpose == "summary":
+            if self._summary is not None:
+                reply = self._summary.complete(request)
+                content: tuple[Block, ...] = reply.content
+                output = reply.usage.output_tokens
+            else:
+                text = summarise(request.system, request.messages, max_tokens=request.max_tokens)
+                content = (TextBlock(text),)
+        else:
+            with self._lock:
+                queue = self._turns.get(agent)
+                if not queue:
+                    raise ModelError(f"replay: no recorded reply left for {agent!r}")
+                content = queue.popleft().content
+                times = self._times.get(agent)
+                when = times.popleft() if times else None
+                if when is not None:
+                    self._now[agent] = when
+                outs = self._outputs.get(agent)
+                output = outs.popleft() if outs else None
+        usage = self._usage(request, content, cal, output)
+        stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
+        return ModelResponse(content, stop, usage)
+
+    def _usage(
+        self,
+        request: ModelRequest,
+        content: tuple[Block, ...],
+        cal: AgentCalibration,
+        output: int | None,
+    ) -> Usage:
+        cpt = cal.chars_per_token
+        # The recorded agent's fixed prefix stands in for our system prompt and tools; a
+        # summary request has its own (short) system prompt and no tools.
+        prefix = (
+            Piece("prefix", cal.prefix_tokens)
+            if request.purpose == "agent"
+            else Piece(request.system, round(len(request.system) / cpt))
+        )
+        pieces = [prefix]
+        for m in request.messages:
+            text = json.dumps(m.to_dict(), sort_keys=True)  # identity only, never billed
+            pieces.append(Piece(text, round(message_chars(m) / cpt)))
+        marks = [1 + i for i in request.cache_breakpoints]
+        if request.cache_system:
+            marks.append(0)
+        with self._lock:
+            try:
+                charge = self._cache(request.agent).charge(pieces, marks)
+            except ValueError as e:
+                raise ModelError(f"invalid request (the API would answer 400): {e}") from e
+        if output is None:
+            output = round(sum(api_chars(b) for b in content) / cpt)
+        return Usage(
+            input_tokens=charge.input_tokens,
+            output_tokens=output,
+            cache_read_tokens=charge.cache_read_tokens,
+            cache_write_tokens=charge.cache_write_tokens,
+        )

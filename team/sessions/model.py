@@ -1,0 +1,149 @@
+"""The neutral form every reader produces: agents, their turns, usage, time, compactions.
+
+A reader turns another agent's log (Claude Code, Codex, Gemini CLI, SWE-agent, ...)
+into a `Session`; everything after that (repair, the workspace writer, calibration,
+replay) works on this form alone and never looks at the original format again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from team.conversation import Block, Message, Role
+from team.errors import UserError
+
+
+class LogError(UserError):
+    """A log that cannot be read: one line naming the file, the line and the problem."""
+
+    def __init__(self, path: Path | str, line: int | None, problem: str) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line, self.problem = str(path), line, problem
+
+
+@dataclass(frozen=True)
+class RecordedUsage:
+    """One recorded model call's tokens, in the Messages API's split.
+
+    `input_tokens` is the uncached input only (OpenAI and Gemini count cached tokens
+    inside their input figure; the readers subtract them).
+    """
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def input_total(self) -> int:
+        """Everything the call read: input + cache read + cache write."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: RecordedUsage) -> RecordedUsage:
+        return RecordedUsage(
+            self.input_tokens + other.input_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.output_tokens + other.output_tokens,
+        )
+
+
+@dataclass
+class Turn:
+    """One message as recorded: its blocks (in our conversation model), where it came
+    from (`line`, 1-based, for error messages), when (`time`, epoch seconds) and, for a
+    model reply, the recorded usage of the call that produced it."""
+
+    role: Role
+    blocks: list[Block]
+    line: int = 0
+    time: float | None = None
+    usage: RecordedUsage | None = None
+    key: str = ""  # the reader's grouping key (Claude Code's message.id)
+
+    def message(self) -> Message:
+        return Message(self.role, tuple(self.blocks))
+
+
+@dataclass(frozen=True)
+class CompactionMark:
+    """The recorded agent compacted its own context before turn `before` (an index into
+    the agent's turns). The summary it wrote is kept here, not among the turns: a replay
+    lets the strategy under study decide when to compact."""
+
+    before: int
+    trigger: str  # "auto", "manual", or whatever the log says
+    pre_tokens: int | None
+    summary_chars: int
+    line: int = 0
+
+
+@dataclass
+class AgentLog:
+    """One agent's conversation: the main agent, or one subagent / sidechain."""
+
+    name: str
+    turns: list[Turn] = field(default_factory=list)
+    compactions: list[CompactionMark] = field(default_factory=list)
+    system: str = ""  # the recorded fixed prefix, when the log has it
+    tools_chars: int = 0  # characters of the recorded tool definitions, when known
+    model: str = ""
+
+    def replies(self) -> list[Turn]:
+        return [t for t in self.turns if t.role == "assistant"]
+
+
+@dataclass
+class ImportReport:
+    """What an import kept, dropped and repaired, in words a user can check."""
+
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    repaired: list[str] = field(default_factory=list)
+    renamed: Counter[str] = field(default_factory=Counter)  # "Read -> read_file"
+
+    def lines(self) -> list[str]:
+        def join(c: Counter[str]) -> str:
+            return ", ".join(f"{n} {what}" for what, n in sorted(c.items())) or "nothing"
+
+        out = [f"kept: {join(self.kept)}", f"dropped: {join(self.dropped)}"]
+        if self.renamed:
+            out.append("tool names mapped: " + join(self.renamed))
+        out.append("repaired: " + ("; ".join(self.repaired) if self.repaired else "nothing"))
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kept": dict(self.kept),
+            "dropped": dict(self.dropped),
+            "renamed": dict(self.renamed),
+            "repaired": list(self.repaired),
+        }
+
+
+@dataclass
+class Session:
+    """A whole recorded log: its format, its agents, and the report of reading it.
+
+    `totals` is the log's own usage total when it has no per-call usage (SWE-agent
+    keeps only `tokens_sent` / `tokens_received` for the run).
+    """
+
+    source: str
+    format: str
+    agents: list[AgentLog]
+    report: ImportReport = field(default_factory=ImportReport)
+    totals: RecordedUsage | None = None
+
+    def recorded(self) -> RecordedUsage | None:
+        """The recorded usage of every call of every agent, or None if the log has none."""
+        calls = [t.usage for a in self.agents for t in a.turns if t.usage is not None]
+        if calls:
+            total = RecordedUsage()
+            for u in calls:
+                total = total + u
+            return total
+        return self.totals

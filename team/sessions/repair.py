@@ -1,0 +1,106 @@
+"""What the Messages API would reject in a recorded conversation, and `--repair`.
+
+Without `repair` the first problem is an error naming the file and the line it came
+from. With it, each problem is fixed in the smallest way that keeps what was said, and
+the report says what changed:
+- empty text blocks are dropped, and turns left empty;
+- two turns of one role in a row are merged into one (results first in a user turn);
+- a tool result whose call is not in the reply just before is dropped;
+- a call without a result gets one saying no result was recorded;
+- replies before the first user turn are dropped.
+A log that ends on a reply whose calls have no results yet (a session still running or
+cut off) is left alone: a replay stops there anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from team.conversation import TextBlock, ToolResultBlock, ToolUseBlock
+from team.sessions.model import AgentLog, LogError, Session, Turn
+
+NO_RESULT = "(no result was recorded for this call)"
+
+
+def check(session: Session, *, repair: bool) -> None:
+    """Make every agent's turns a conversation the API accepts, or raise on the first
+    problem (`LogError` naming the file and line) when `repair` is off.
+    """
+    for agent in session.agents:
+        _agent(session, agent, repair)
+    session.agents = [a for a in session.agents if a.turns]
+    if not any(a.replies() for a in session.agents):
+        raise LogError(session.source, None, "no model replies in this log, nothing to replay")
+
+
+def _problem(session: Session, agent: AgentLog, turn: Turn, what: str, repair: bool) -> None:
+    if not repair:
+        who = f" ({agent.name})" if len(session.agents) > 1 else ""
+        raise LogError(session.source, turn.line or None, f"{what}{who}; --repair fixes it")
+    session.report.repaired.append(f"{agent.name} line {turn.line}: {what}")
+
+
+def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
+    turns: list[Turn] = []
+    position: list[int] = []  # each recorded turn's index in the repaired list
+    for t in agent.turns:
+        position.append(len(turns))
+        empty = [b for b in t.blocks if isinstance(b, TextBlock) and not b.text.strip()]
+        if empty:
+            _problem(session, agent, t, "empty text block", repair)
+            t.blocks = [b for b in t.blocks if b not in empty]
+        if not t.blocks:
+            if t.role == "assistant" and t.usage is not None and turns:
+                continue  # a reply with nothing in it but usage: nothing to replay
+            continue
+        if not turns and t.role == "assistant":
+            _problem(session, agent, t, "the conversation starts with a reply", repair)
+            continue
+        if turns and turns[-1].role == t.role:
+            _problem(session, agent, t, f"two {t.role} turns in a row", repair)
+            _merge(turns[-1], t)
+            continue
+        turns.append(t)
+    for i, t in enumerate(turns):
+        if t.role != "user":
+            continue
+        prev = turns[i - 1] if i else None
+        calls = [b.id for b in prev.blocks if isinstance(b, ToolUseBlock)] if prev else []
+        answered = []
+        kept = []
+        for b in t.blocks:
+            if isinstance(b, ToolResultBlock):
+                if b.tool_use_id not in calls or b.tool_use_id in answered:
+                    _problem(
+                        session, agent, t, f"a result without its call ({b.tool_use_id})", repair
+                    )
+                    continue
+                answered.append(b.tool_use_id)
+            kept.append(b)
+        missing = [c for c in calls if c not in answered]
+        if missing:
+            _problem(session, agent, t, f"a call without its result ({missing[0]})", repair)
+            names = {b.id: b.name for b in prev.blocks if isinstance(b, ToolUseBlock)}
+            filled = [ToolResultBlock(c, NO_RESULT, names[c], is_error=True) for c in missing]
+            kept = filled + kept
+        kept = [b for b in kept if isinstance(b, ToolResultBlock)] + [
+            b for b in kept if not isinstance(b, ToolResultBlock)
+        ]
+        t.blocks = kept or [TextBlock("(empty)")]
+    # a reply whose calls are answered by nothing because the log ends: left as is
+    agent.turns = turns
+    agent.compactions = [
+        replace(c, before=position[c.before] if c.before < len(position) else len(turns))
+        for c in agent.compactions
+    ]
+
+
+def _merge(into: Turn, other: Turn) -> None:
+    blocks = into.blocks + other.blocks
+    if into.role == "user":
+        blocks = [b for b in blocks if isinstance(b, ToolResultBlock)] + [
+            b for b in blocks if not isinstance(b, ToolResultBlock)
+        ]
+    into.blocks = blocks
+    if other.usage is not None:
+        into.usage = other.usage if into.usage is None else into.usage + other.usage

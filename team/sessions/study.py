@@ -1,0 +1,219 @@
+"""`team experiment --replay FILE` for any supported log, calibrated to what it cost.
+
+The log is read (`read_session`), written as a workspace (`write_workspace`, into a
+temporary folder unless it already is one of ours), and replayed under each strategy by
+the same `replay_strategy` as our own logs, on a `CalibratedReplay` model. The table
+gains a `recorded` row from the log's own usage.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from team.config import CompactionConfig
+from team.errors import UserError
+from team.llm.base import Model
+from team.sessions.calibration import (
+    AgentCalibration,
+    CalibratedReplay,
+    Recorded,
+    calibrate,
+    recorded,
+)
+from team.sessions.model import Session
+from team.sessions.read import read_session
+from team.sessions.workspace import read_import, write_workspace
+from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
+from team.study.stats import load
+from team.workspace import Workspace
+
+
+@dataclass
+class LogExperiment:
+    """An experiment on a recorded log: the table, the recorded row, the calibration."""
+
+    experiment: Experiment
+    recorded: Recorded | None
+    calibration: dict[str, AgentCalibration]
+    input_totals: dict[str, int]  # strategy -> input + cache read + cache write
+    session: Session
+    strategies: tuple[Strategy, ...] = STRATEGIES
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.experiment.to_dict()
+        for o in d["outcomes"]:
+            o["input_tokens_total"] = self.input_totals.get(o["strategy"], 0)
+        d["recorded"] = self.recorded.to_dict() if self.recorded else None
+        d["format"] = self.session.format
+        d["calibration"] = {
+            a: {
+                "chars_per_token": round(c.chars_per_token, 3),
+                "prefix_tokens": c.prefix_tokens,
+                "measured": c.measured,
+            }
+            for a, c in self.calibration.items()
+        }
+        d["import"] = self.session.report.to_dict()
+        d["strategies"] = {s.name: asdict(s) for s in self.strategies}
+        return d
+
+
+def strategies_from(
+    path: Path | None, *, keep_recent: int | None, preserve_tools: list[str] | None
+) -> tuple[Strategy, ...]:
+    """The built-in strategies, tuned by the options, plus those of a strategy file.
+
+    `keep_recent` and `preserve_tools` become every strategy's default; a strategy that
+    sets its own value (hybrid's window of 5 over every tool) keeps it.
+
+    A strategy file is TOML, one table per strategy, with `[compaction]` keys and an
+    optional `description` and `threshold_factor`:
+
+        [strategy.wide-window]
+        description = "keep 8 results, preserve reads and bash"
+        keep_recent = 8
+        preserve_tools = ["read_file", "bash"]
+
+    Raises:
+        UserError: an unreadable file or a key `[compaction]` does not have.
+    """
+    base: dict[str, Any] = {}
+    if keep_recent is not None:
+        base["keep_recent"] = keep_recent
+    if preserve_tools is not None:
+        base["preserve_tools"] = preserve_tools
+    out = [
+        Strategy(s.name, s.description, {**base, **s.overrides}, s.threshold_factor)
+        for s in STRATEGIES
+    ]
+    if path is None:
+        return tuple(out)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path}: cannot read the strategy file ({e})") from None
+    tables = doc.get("strategy")
+    if not isinstance(tables, dict) or not tables:
+        raise UserError(f"{path}: no [strategy.NAME] tables")
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise UserError(f"{path}: strategy.{name} is not a table")
+        table = dict(table)
+        description = str(table.pop("description", f"from {path.name}"))
+        factor = float(table.pop("threshold_factor", 1.0))
+        overrides = {**base, **table}
+        try:
+            CompactionConfig.model_validate({**overrides, "threshold": 1})
+        except ValueError as e:
+            first = str(e).splitlines()[1:2] or [str(e)]
+            raise UserError(f"{path}: strategy.{name}: {first[0].strip()}") from None
+        out = [s for s in out if s.name != name]
+        out.append(Strategy(name, description, overrides, factor))
+    return tuple(out)
+
+
+def replay_log(
+    path: Path,
+    *,
+    threshold: int,
+    strategies: tuple[Strategy, ...] = STRATEGIES,
+    keep: Path | None = None,
+    repair: bool = False,
+    summary_model: Model | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> LogExperiment:
+    """Replay any supported log under every strategy, calibrated to its recorded usage.
+
+    Raises:
+        LogError: the log cannot be read (one line: file, line, problem).
+        UserError: the replay cannot proceed.
+    """
+    from team.study.replay import load_recording, replay_strategy
+
+    session = read_session(path, repair=repair)
+    tmp: Path | None = None
+    if session.format == "team" and path.is_dir():
+        ws = Workspace.at(path)
+        read_import(ws, session)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="team-import-"))
+        ws = write_workspace(session, tmp / "ws", fsync=False)
+    try:
+        recording = load_recording(ws.root)
+        cal = {a.name: calibrate(a) for a in session.agents}
+        outputs = {
+            a.name: [t.usage.output_tokens if t.usage else None for t in a.replies()]
+            for a in session.agents
+        }
+        outcomes, totals = [], {}
+        for strat in strategies:
+            if progress:
+                progress(f"replaying under {strat.name} ...")
+            start = time.monotonic()
+            model = CalibratedReplay(
+                recording.turns(), cal, outputs=outputs, summary_model=summary_model
+            )
+            with run_folder(keep, strat.name) as root:
+                out = replay_strategy(
+                    recording, strat.name, strat.compaction(threshold), root, model=model
+                )
+                out.workspace = str(root) if keep else None
+                rows = load(Workspace.at(root).events_db).model_calls
+                totals[strat.name] = sum(
+                    int(r.get("input_tokens") or 0)
+                    + int(r.get("cache_read_tokens") or 0)
+                    + int(r.get("cache_write_tokens") or 0)
+                    for r in rows
+                )
+            out.seconds = time.monotonic() - start
+            outcomes.append(out)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    replies = sum(len(a.replies()) for a in session.agents)
+    names = ", ".join(a.name for a in session.agents)
+    line = (
+        f"replay of {session.source} ({session.format}): {names}; {replies} recorded "
+        "replies, tool results from the log, calibrated to its usage"
+    )
+    exp = Experiment(line, threshold, outcomes)
+    return LogExperiment(exp, recorded(session), cal, totals, session, strategies)
+
+
+def render(result: LogExperiment) -> str:
+    """The table, with the recorded row and the calibration under it."""
+    from team.study.experiment import render as render_table
+
+    builtin = {s.name for s in STRATEGIES}
+    out = [render_table(result.experiment)]
+    out += [f"{s.name}: {s.description}" for s in result.strategies if s.name not in builtin]
+    out.append("")
+    r = result.recorded
+    if r is not None:
+        out.append(
+            f"recorded: {r.calls} calls, input tokens total {r.input_tokens_total:,}, "
+            f"billed input {r.billed_input:,.0f}, peak context {r.peak_context:,}"
+        )
+        for name, total in result.input_totals.items():
+            if r.input_tokens_total:
+                out.append(
+                    f"  {name}: input tokens total {total:,} "
+                    f"({total / r.input_tokens_total:.2f} x recorded)"
+                )
+    else:
+        out.append("recorded: this log has no usage")
+    for agent, c in result.calibration.items():
+        how = "measured from the log's usage" if c.measured else "defaults (no usage to measure)"
+        out.append(
+            f"calibration {agent}: {c.chars_per_token:.2f} chars/token, fixed prefix "
+            f"{c.prefix_tokens:,} tokens ({how})"
+        )
+    out.append("import: " + "; ".join(result.session.report.lines()))
+    return "\n".join(out)

@@ -1,0 +1,120 @@
+"""`team import`: a `Session` written as one of our workspaces, for the study commands.
+
+The workspace holds a team.toml (one agent per recorded agent), each agent's session log
+written through `SessionLog` (so it is exactly what a live run would have written), and
+`.team/import.json`: what the log recorded that our session records do not hold, for the
+calibration (`team.sessions.calibration`): the format and source, each turn's time, the
+recorded fixed prefix, the recorded compactions, the run's usage totals, and the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from team.agents.session import SessionLog
+from team.config import render_config
+from team.errors import UserError
+from team.llm.base import Usage
+from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
+from team.workspace import Workspace
+
+IMPORT_FILE = "import.json"
+
+
+def import_path(ws: Workspace) -> Path:
+    return ws.team_dir / IMPORT_FILE
+
+
+def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Workspace:
+    """Write `session` as a workspace at `root` (which must not hold a team already).
+
+    Raises:
+        UserError: `root` already has a team.toml or session logs.
+    """
+    ws = Workspace.at(root)
+    if ws.config_path.exists() or (ws.team_dir / "agents").exists():
+        raise UserError(f"{ws.root}: already holds a team (import into an empty folder)")
+    ws.root.mkdir(parents=True, exist_ok=True)
+    agents = [(a.name, f"imported from {session.format}") for a in session.agents]
+    model = next((a.model for a in session.agents if a.model.startswith("claude")), "sim")
+    ws.config_path.write_text(render_config("imported", model, agents))
+    for a in session.agents:
+        log = SessionLog(ws.session_log(a.name), fsync=fsync)
+        try:
+            for t in a.turns:
+                if t.role == "user":
+                    log.user(t.blocks)
+                else:
+                    log.assistant(t.message(), _usage(t.usage))
+        finally:
+            log.close()
+    meta = {
+        "format": session.format,
+        "source": session.source,
+        "report": session.report.to_dict(),
+        "totals": asdict(session.totals) if session.totals else None,
+        "agents": {a.name: _agent_meta(a) for a in session.agents},
+    }
+    tmp = import_path(ws).with_suffix(".tmp")
+    tmp.write_text(json.dumps(meta, indent=1))
+    os.replace(tmp, import_path(ws))
+    return ws
+
+
+def _usage(u: RecordedUsage | None) -> Usage:
+    if u is None:
+        return Usage()
+    return Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
+
+
+def _agent_meta(a: AgentLog) -> dict[str, Any]:
+    return {
+        "model": a.model,
+        "system_chars": len(a.system),
+        "tools_chars": a.tools_chars,
+        "times": [t.time for t in a.turns],
+        "recorded_usage": [asdict(t.usage) if t.usage else None for t in a.turns],
+        "compactions": [asdict(c) for c in a.compactions],
+    }
+
+
+def read_import(ws: Workspace, session: Session) -> None:
+    """Put back on `session` (read from an imported workspace's logs) what only
+    import.json holds: times, the recorded usage of every call, compactions, totals."""
+    path = import_path(ws)
+    if not path.is_file():
+        return
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a workspace is still replayable without its import record
+    session.format = str(meta.get("format") or session.format)
+    session.source = str(meta.get("source") or session.source)
+    if meta.get("totals"):
+        session.totals = RecordedUsage(**meta["totals"])
+    report = meta.get("report") or {}
+    session.report = ImportReport()
+    for key in ("kept", "dropped", "renamed"):
+        getattr(session.report, key).update(report.get(key) or {})
+    session.report.repaired = list(report.get("repaired") or [])
+    for a in session.agents:
+        m = (meta.get("agents") or {}).get(a.name)
+        if not m:
+            continue
+        a.model = m.get("model") or a.model
+        a.system = " " * int(m.get("system_chars") or 0)
+        a.tools_chars = int(m.get("tools_chars") or 0)
+        _put_back(a.turns, m.get("times") or [], m.get("recorded_usage") or [])
+        a.compactions = [CompactionMark(**c) for c in m.get("compactions") or []]
+
+
+def _put_back(turns: list[Turn], times: list[Any], usage: list[Any]) -> None:
+    if len(times) != len(turns):
+        return  # the logs changed since the import: keep what they say
+    for t, when, u in zip(turns, times, usage, strict=True):
+        t.time = when
+        t.usage = RecordedUsage(**u) if u else None
