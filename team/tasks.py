@@ -181,6 +181,12 @@ class TaskBoard:
 
     # -- internals -----------------------------------------------------------------
 
+    def discard(self, task_id: int) -> None:
+        """Remove a task that was never announced (its delivery failed): all or nothing."""
+        with self._locked():
+            self._path(task_id).unlink(missing_ok=True)
+            _fsync_dir(self.root)
+
     def _claim_locked(self, task: Task, agent: str) -> Task:
         if task.status == "completed":
             by = f" by {task.owner}" if task.owner else ""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from team.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
+from team.errors import UserError, os_error_line
 
 USER = "user"
 
@@ -66,6 +68,29 @@ class Workspace:
     def protected(self) -> tuple[Path, ...]:
         """Folders the file tools must never write under."""
         return (self.team_dir, self.transcripts_root)
+
+    def check_writable(self) -> None:
+        """Fail early, in one line, when `.team/` cannot be written.
+
+        A read-only or full workspace would otherwise fail half-way through starting,
+        in whichever write came first.
+
+        Raises:
+            UserError: the folder cannot be created, or a small file cannot be written in it.
+        """
+        probe = self.team_dir / f".write-check-{os.getpid()}"
+        try:
+            self.team_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                with open(probe, "wb") as f:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+                    os.fsync(f.fileno())
+            finally:
+                probe.unlink(missing_ok=True)
+        except OSError as e:
+            e.filename = None  # the probe's name is ours, not something to look for
+            raise UserError(f"cannot write to {self.team_dir}: {os_error_line(e)}") from None
 
     def load_config(self) -> TeamConfig:
         return load_config(self.config_path)

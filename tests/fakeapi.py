@@ -4,7 +4,9 @@
 real socket intercepts it). It validates every POST /v1/messages on the raw JSON,
 independently of `team.conversation`, so it checks our client rather than echoing it,
 answers valid requests through a `responder`, simulates the prompt cache by prefix match,
-and can inject 429/529/500 failures. Every call is recorded for assertions.
+can inject failures (429/529/500, and 401/403/404 with `fail_next`), and with
+`context_window` answers an over-long request with the API's prompt-too-long 400. Every
+call is recorded for assertions.
 
 Use it as a context manager in tests, or run it as a process for end-to-end runs:
 
@@ -38,7 +40,9 @@ Responder = Callable[[dict[str, Any]], dict[str, Any]]
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    403: "permission_error",
     404: "not_found_error",
+    413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
     529: "overloaded_error",
@@ -91,7 +95,7 @@ class Call:
 
     @property
     def injected(self) -> bool:
-        return self.status in (429, 500, 529) and self.error.startswith("injected")
+        return self.error.startswith("injected")
 
 
 class FakeMessagesAPI:
@@ -106,6 +110,8 @@ class FakeMessagesAPI:
             keeps its backoff (0.5 s, 1 s, 2 s, ... otherwise) short in tests.
         allow_prefill: accept requests that end on an assistant turn.
         record_path: also append every call as a JSON line here (for other processes).
+        context_window: when set, a valid request estimated above this many tokens is
+            answered 400 "prompt is too long", as the real API does past the window.
     """
 
     def __init__(
@@ -119,12 +125,14 @@ class FakeMessagesAPI:
         allow_prefill: bool = False,
         record_path: str | os.PathLike[str] | None = None,
         port: int = 0,
+        context_window: int | None = None,
     ) -> None:
         self.responder = responder or text_responder()
         self.failure_rate = failure_rate
         self.failure_statuses = failure_statuses
         self.retry_after_ms = retry_after_ms
         self.allow_prefill = allow_prefill
+        self.context_window = context_window
         self.cache = PromptCache()
         self.calls: list[Call] = []
         self._rng = random.Random(seed)
@@ -218,6 +226,12 @@ class FakeMessagesAPI:
         problem = next(request_problems(call.body, allow_prefill=self.allow_prefill), None)
         if problem:
             return _error(400, problem)
+        if self.context_window is not None:
+            size = prompt_tokens(call.body)
+            if size > self.context_window:
+                return _error(
+                    400, f"prompt is too long: {size} tokens > {self.context_window} maximum"
+                )
         with self._lock:  # draw before any state changes, so a failed call changes nothing
             if self._queued:
                 injected: int | None = self._queued.pop(0)
@@ -268,6 +282,12 @@ class FakeMessagesAPI:
             "stop_sequence": None,
             "usage": usage,
         }
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """About how many tokens the request's prompt holds (system, tools and messages)."""
+    parts = (body.get("system") or "", body.get("tools") or [], body["messages"])
+    return tokens(sum(len(json.dumps(p)) for p in parts))
 
 
 def path_of(path: str) -> str:
@@ -339,6 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after-ms", type=int, default=10)
     parser.add_argument("--allow-prefill", action="store_true")
     parser.add_argument("--record", help="append every call as a JSON line to this file")
+    parser.add_argument("--context-window", type=int, help="prompt-too-long past this many tokens")
     args = parser.parse_args(argv)
     responder = load_responder(args.responder) if args.responder else text_responder(args.text)
     api = FakeMessagesAPI(
@@ -350,6 +371,7 @@ def main(argv: list[str] | None = None) -> None:
         allow_prefill=args.allow_prefill,
         record_path=args.record,
         port=args.port,
+        context_window=args.context_window,
     )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

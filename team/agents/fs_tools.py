@@ -66,7 +66,7 @@ def read_text(ws: Scope, path: str, *, limit: int | None, cap: int) -> str:
     target = resolve_inside(ws, path)
     if target.is_dir():
         raise PathError(f"{path} is a directory (use bash `ls` to list it)")
-    data = target.read_bytes()
+    data = _read_regular(target, path)
     if b"\x00" in data[:8192]:
         return f"[{path}: binary file, {len(data)} bytes, not shown]"
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
@@ -90,6 +90,36 @@ def read_text(ws: Scope, path: str, *, limit: int | None, cap: int) -> str:
             text.rstrip("\n") + f"\n[... truncated ({why}): {rest} more of {total} lines not shown]"
         )
     return text
+
+
+def _read_regular(target: Path, path: str) -> bytes:
+    """The bytes of a regular file; anything else is refused without blocking.
+
+    A FIFO would block `open` until a writer appears (and a read until it writes), and a
+    device like /dev/zero never ends: either would hang the agent's thread where no stop
+    request can reach it. O_NONBLOCK makes the open return at once, then fstat decides.
+    """
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise PathError(f"{path} is a {kind}, not a regular file; refusing to read it")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # the file object owns it now
+            return f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+_KINDS = {
+    stat.S_IFIFO: "FIFO (named pipe)",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
 
 
 def write_text(ws: Scope, path: str, content: str) -> str:

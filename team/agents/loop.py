@@ -326,6 +326,8 @@ class Agent:
         )
         self.last_error = str(e)
         self._error_backoff = min(30.0, max(1.0, self._error_backoff * 2))
+        if e.retry_after is not None:  # the server knows better (a short 529, a long 429)
+            self._error_backoff = min(self._error_backoff, e.retry_after)
         log.warning(
             "%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff
         )

@@ -24,6 +24,7 @@ from team.agents.tools import Toolbox
 from team.compaction.compactor import Compactor
 from team.compaction.transcripts import TranscriptStore
 from team.config import TeamConfig
+from team.errors import os_error_line
 from team.events import AgentEvent, EventSink
 from team.llm.base import Model
 from team.mailbox.maildir import MaildirMailbox
@@ -64,6 +65,7 @@ class Runtime:
         # kept across restarts of an agent's thread, so a failing summariser stays paused
         self.compactors: dict[str, Compactor] = {}
         self._stopping = False
+        self._status_failing = False
 
     # -- building ------------------------------------------------------------------------
 
@@ -233,11 +235,30 @@ class Runtime:
         return {"pid": os.getpid(), "updated": time.time(), "agents": agents}
 
     def write_status(self) -> None:
-        write_json_atomic(self.ws.status_path, self.status())
+        """Write the snapshot `team status` reads; a full or read-only disk only warns.
+
+        The team goes on without it (the snapshot goes stale), and says so once.
+        """
+        try:
+            write_json_atomic(self.ws.status_path, self.status())
+        except OSError as e:
+            if not self._status_failing:
+                log.warning(
+                    "cannot write %s (%s); team status will lag",
+                    self.ws.status_path,
+                    os_error_line(e),
+                )
+            self._status_failing = True
+        else:
+            self._status_failing = False
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """tmp + rename: `team status` in another process never reads half a file."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not leave half a file behind
+        raise

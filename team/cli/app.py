@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import sys
 
 from team.cli import (  # noqa: F401  (imported for their @app.command registrations)
@@ -16,7 +18,7 @@ from team.cli import (  # noqa: F401  (imported for their @app.command registrat
     tasks_cmd,
 )
 from team.cli.base import app
-from team.errors import UserError
+from team.errors import UserError, os_error_line
 
 
 def main() -> None:
@@ -27,6 +29,15 @@ def main() -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # `team ... | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as e:  # disk full, read-only workspace, permission denied: not a bug
+        print(f"team: error: {os_error_line(e)}", file=sys.stderr)
+        sys.exit(1)
+    except sqlite3.OperationalError as e:  # the event database: full, read-only, locked
+        print(f"team: error: .team/events.db: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
-from team.errors import UserError
+from team.errors import UserError, os_error_line
 from team.mailbox import post
 from team.mailbox.maildir import MaildirMailbox, Status
 from team.mailbox.message import MailMessage
@@ -38,7 +40,7 @@ def send(
     """Deliver a message to an agent's inbox (works whether or not the team is up)."""
     ws = workspace(dir)
     config = ws.load_config()
-    with event_log(ws) as sink:
+    with event_log(ws) as sink, _delivering():
         msg = post.send(ws, config, agent, text, sender=sender, sink=sink)
     typer.echo(f"sent {msg.id} to {agent}")
 
@@ -52,12 +54,21 @@ def broadcast(
     """Deliver a message to every agent but the sender."""
     ws = workspace(dir)
     config = ws.load_config()
-    with event_log(ws) as sink:
+    with event_log(ws) as sink, _delivering():
         sent = post.broadcast(ws, config, text, sender=sender, sink=sink)
     if sent:
         typer.echo(f"sent to {', '.join(m.to for m in sent)}")
     else:
         typer.echo("no recipients: the sender is the only agent")
+
+
+@contextlib.contextmanager
+def _delivering() -> Iterator[None]:
+    """A delivery the disk refuses is one line; the mailbox leaves no partial file."""
+    try:
+        yield
+    except OSError as e:
+        raise UserError(f"message not sent: {os_error_line(e)}") from None
 
 
 def _record(msg: MailMessage, status: Status) -> dict[str, Any]:

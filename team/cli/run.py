@@ -55,12 +55,14 @@ def up(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     live = sys.stdout.isatty()
     counter = RunCounter()
-    ws.team_dir.mkdir(parents=True, exist_ok=True)
     lock = TeamLock(ws.lock_path)
     if lock.is_held():  # say so before opening anything else
         lock.acquire()
+    ws.check_writable()
     try:
         events = SqliteEventLog(ws.events_db)
+    except sqlite3.OperationalError as e:  # full, read-only, locked: the file itself is fine
+        raise UserError(f"{ws.events_db}: cannot open the event database: {e}") from None
     except sqlite3.DatabaseError as e:
         raise UserError(
             f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
-from team.errors import UserError
+from team.errors import UserError, os_error_line
 from team.mailbox import post
 from team.tasks import Task, TaskBoard
 
@@ -41,7 +41,10 @@ def assign(
                 f"tasks are for agents, not {agent!r} (agents: {', '.join(config.names())})"
             )
     board = TaskBoard(ws.tasks_dir)
-    task = board.create(text, owner=agent, created_by="user")
+    try:
+        task = board.create(text, owner=agent, created_by="user")
+    except OSError as e:
+        raise UserError(f"task not added: {os_error_line(e)}") from None
     if agent is None:
         typer.echo(f"task #{task.id} (open)")
         return
@@ -51,9 +54,15 @@ def assign(
                 ws, config, agent, text, sender="user", type="task", task_id=task.id, sink=sink
             )
     except OSError as e:
-        raise UserError(
-            f"task #{task.id} was created for {agent}, but delivering it failed: {e}"
-        ) from None
+        # all or nothing: a task its owner never hears of would stay open for ever
+        try:
+            board.discard(task.id)
+        except OSError:
+            raise UserError(
+                f"task #{task.id} was added for {agent}, but delivering it failed: "
+                f"{os_error_line(e)}"
+            ) from None
+        raise UserError(f"task not added: {os_error_line(e)}") from None
     typer.echo(f"task #{task.id} -> {agent}")
 
 

@@ -1,23 +1,48 @@
 """`AnthropicModel`: the `Model` protocol on the official `anthropic` SDK.
 
-The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL and retries 408/409/429/5xx with
-backoff (honouring retry-after); this class adds request building (prompt-cache
-breakpoints, tool choice), response mapping, and one-line errors.
+The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL. This class adds request building
+(prompt-cache breakpoints, tool choice), response mapping, and one-line errors classified
+for the agent loop (see `team.llm.base`): permanent (401, 403, 404, other 4xx), transient
+(408, 409, 429, 5xx, 529, timeouts, connections) and prompt-too-long (400 "prompt is too
+long", 413). By default the SDK makes no retries of its own: its backoff sleeps inside
+the call, where a stop request cannot interrupt it (a retry-after of minutes is honoured
+whole), so the agent loop retries instead and shows `waiting: <reason>, retry in Ns`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import anthropic
 
 from team.conversation import Block, TextBlock, ToolUseBlock, to_api
 from team.errors import UserError
-from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage
+from team.llm.base import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    PermanentModelError,
+    PromptTooLong,
+    TransientModelError,
+    Usage,
+)
 
 MAX_BREAKPOINTS = 4  # the API rejects a request with more cache_control blocks than this
 EPHEMERAL = {"type": "ephemeral"}
-RETRIED_STATUSES = {408, 409, 429}  # plus every 5xx: what the SDK retries on its own
+TRANSIENT_STATUSES = {408, 409, 429}  # plus every 5xx (529 overloaded among them)
+TOO_LARGE_STATUS = 413  # the request body is over the API's byte limit
+# How the API words a request that does not fit the context window (a 400).
+TOO_LONG = re.compile(r"prompt is too long|exceeds? (?:the )?context (?:limit|window)", re.I)
+REASONS = {
+    401: "authentication failed",
+    403: "permission denied",
+    404: "not found",
+    408: "request timeout",
+    409: "conflict",
+    429: "rate limited",
+    529: "overloaded",
+}
 NO_KEY = "ANTHROPIC_API_KEY is not set; set it, or run offline with --model sim"
 
 
@@ -26,7 +51,8 @@ class AnthropicModel:
 
     Args:
         model_id: the Anthropic model id, e.g. "claude-sonnet-4-5".
-        max_retries: retries the SDK makes (with backoff) before a call fails.
+        max_retries: retries the SDK makes (with backoff) before a call fails; 0 by
+            default, because the agent loop retries transient errors interruptibly.
         timeout: seconds allowed for one attempt.
         client: a ready client; by default one is built from the environment.
 
@@ -38,7 +64,7 @@ class AnthropicModel:
         self,
         model_id: str,
         *,
-        max_retries: int = 4,
+        max_retries: int = 0,
         timeout: float = 120.0,
         client: anthropic.Anthropic | None = None,
     ) -> None:
@@ -56,29 +82,35 @@ class AnthropicModel:
         self._secret = client.api_key or client.auth_token or ""
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """Make one call; `ModelError` (one line) when it fails after the SDK's retries."""
+        """Make one call.
+
+        Raises:
+            PermanentModelError: retrying cannot help (credentials, permission, unknown
+                model, a request the API refuses).
+            PromptTooLong: the request does not fit the model's context window.
+            TransientModelError: worth retrying later (rate limit, overload, 5xx, network).
+        """
         try:
             reply = self._client.messages.create(**self.params(request))
         except anthropic.APIStatusError as e:
-            raise ModelError(self._status_line(e)) from e
+            raise self._status_error(e) from e
         except anthropic.APITimeoutError as e:
-            raise ModelError(
-                self._clean(
-                    f"Anthropic API timed out (timeout {self.timeout:g} s, "
-                    f"{self.max_retries} retries)"
-                )
-            ) from e
+            line = f"Anthropic API timed out (timeout {self.timeout:g} s{self._retries})"
+            raise TransientModelError(self._clean(line), reason="timed out") from e
         except anthropic.APIConnectionError as e:
             cause = e.__cause__ or e
-            raise ModelError(
-                self._clean(
-                    f"cannot reach the Anthropic API at {self._client.base_url} "
-                    f"after {self.max_retries} retries: {cause}"
-                )
-            ) from e
+            url = self._client.base_url
+            line = f"cannot reach the Anthropic API at {url}{self._retries}: {cause}"
+            raise TransientModelError(self._clean(line), reason="cannot connect") from e
         except anthropic.APIError as e:  # e.g. a response the SDK could not parse
-            raise ModelError(self._clean(f"Anthropic API error: {e}")) from e
+            raise TransientModelError(
+                self._clean(f"Anthropic API error: {e}"), reason="bad response"
+            ) from e
         return response_from(reply)
+
+    @property
+    def _retries(self) -> str:
+        return f", after {self.max_retries} retries" if self.max_retries else ""
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for this request."""
@@ -104,21 +136,30 @@ class AnthropicModel:
                 content[-1]["cache_control"] = dict(EPHEMERAL)
         return params
 
-    def _status_line(self, e: anthropic.APIStatusError) -> str:
+    def _status_error(self, e: anthropic.APIStatusError) -> ModelError:
+        """The classified, one-line error for an HTTP error answer."""
         kind, message = "", ""
         body = e.body
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             kind = str(body["error"].get("type") or "")
             message = str(body["error"].get("message") or "")
-        line = f"Anthropic API error {e.status_code}"
+        status = e.status_code
+        line = f"Anthropic API error {status}"
         if kind:
             line += f" {kind}"
         line += f": {message or e.message}"
-        if e.status_code in RETRIED_STATUSES or e.status_code >= 500:
+        transient = status in TRANSIENT_STATUSES or status >= 500
+        if transient and self.max_retries:
             line += f" (after {self.max_retries} retries)"
         if e.request_id:
             line += f" [request {e.request_id}]"
-        return self._clean(line)
+        line = self._clean(line)
+        if status == TOO_LARGE_STATUS or (status == 400 and TOO_LONG.search(message)):
+            return PromptTooLong(line, reason="prompt too long")
+        reason = f"{REASONS.get(status) or kind.replace('_', ' ') or 'error'} ({status})"
+        if transient:
+            return TransientModelError(line, reason=reason, retry_after=_retry_after(e))
+        return PermanentModelError(line, reason=reason)
 
     def _clean(self, text: str) -> str:
         """One line, bounded, and never the credential (an echoing proxy could hold it)."""
@@ -165,6 +206,17 @@ def response_from(reply: Any) -> ModelResponse:
         cache_write_tokens=u.cache_creation_input_tokens or 0,
     )
     return ModelResponse(tuple(blocks), reply.stop_reason or "", usage)
+
+
+def _retry_after(e: anthropic.APIStatusError) -> float | None:
+    """The server's retry hint in seconds (`retry-after-ms` or `retry-after`), if any."""
+    headers = e.response.headers if e.response is not None else {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers.get(name)) * scale)
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def _one_line(value: object) -> str:

@@ -75,7 +75,29 @@ class ModelResponse:
 
 
 class ModelError(Exception):
-    """A call that failed after the client's own retries; the caller decides what next."""
+    """A call that failed; the subclass says what the caller should do next.
+
+    A plain `ModelError` is treated as transient. `reason` is a few words for a status
+    line ("overloaded (529)"); `retry_after` is the server's hint in seconds, if any.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", retry_after: float | None = None):
+        super().__init__(message)
+        self.reason = reason or message
+        self.retry_after = retry_after
+
+
+class TransientModelError(ModelError):
+    """Worth retrying after a backoff: rate limits, overload, 5xx, timeouts, connections."""
+
+
+class PermanentModelError(ModelError):
+    """Retrying cannot help (bad credentials, no permission, unknown model, a bad request):
+    the agent stops with this error instead of retrying for ever."""
+
+
+class PromptTooLong(ModelError):
+    """The request does not fit the model's context window: compact, then go on."""
 
 
 class Model(Protocol):
