@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from team.backends.spec import check_url
 from team.errors import UserError
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -106,6 +107,16 @@ class TeamSection(BaseModel):
     deny_read: list[str] = Field(default_factory=list)
     """Paths commands and file tools may not read, on top of the built-in secrets list
     (~ is the home folder; relative paths are taken from the workspace root)."""
+    backend: str = "files"
+    """Where inboxes, tasks and leases live: "files" (this machine's .team/) or a Redis URL,
+    "redis://host:port/db", for a team spread over several machines. TEAM_BACKEND overrides."""
+    lease_seconds: float = Field(15.0, ge=1.0)
+    """Redis backend: how long an agent's lease outlives a node that died without a word."""
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_known(cls, v: str) -> str:
+        return check_url(v)
 
 
 class TeamConfig(BaseModel):

@@ -38,3 +38,21 @@ def run_team(
         timeout=timeout,
         input=input,
     )
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """One real redis-server per test process (xdist worker), on a free loopback port."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The server's URL, with its data wiped before each test."""
+    with redis_server.client() as client:
+        client.flushall()
+    return redis_server.url

@@ -14,12 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
+from team.backends.base import open_backend
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
 from team.errors import UserError, os_error_line
 from team.mailbox import post
-from team.mailbox.maildir import MaildirMailbox, Status
+from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
-from team.mailbox.waker import make_waker
 from team.workspace import USER
 
 FromOption = Annotated[
@@ -110,12 +110,21 @@ def inbox(
     ws = workspace(dir)
     config = ws.load_config()
     ws.require_agent(config, agent)
-    mailbox = MaildirMailbox(ws.inbox_dir(agent))
+    backend = open_backend(ws, config)
+    try:
+        _inbox(backend, agent, show_all, as_json, follow, ack)
+    finally:
+        backend.close()
+
+
+def _inbox(backend, agent: str, show_all: bool, as_json: bool, follow: bool, ack: bool) -> None:
+    mailbox = backend.mailbox(agent)
     if ack:
         _ack(mailbox, agent, as_json)
         return
     if follow:
-        _follow(mailbox, show_all, as_json)
+        stop = threading.Event()
+        _follow(mailbox, backend.waker(agent, stop), stop, show_all, as_json)
         return
     shown = [
         (msg, e.status)
@@ -131,7 +140,7 @@ def inbox(
             typer.echo(_line(msg, status))
 
 
-def _ack(mailbox: MaildirMailbox, agent: str, as_json: bool) -> None:
+def _ack(mailbox, agent: str, as_json: bool) -> None:
     """Take the person's own mail: claim, show, then mark done (nothing shown is lost)."""
     if agent != USER:
         raise UserError(f"only your own inbox (user) can be acknowledged; {agent} takes its own")
@@ -147,17 +156,15 @@ def _ack(mailbox: MaildirMailbox, agent: str, as_json: bool) -> None:
         mailbox.done(c)
 
 
-def _follow(mailbox: MaildirMailbox, show_all: bool, as_json: bool) -> None:
+def _follow(mailbox, waker, stop: threading.Event, show_all: bool, as_json: bool) -> None:
     """Print what is there (pending, or everything with --all), then each new arrival.
 
     Read-only: the agent may claim and finish a message between two scans, so a scan
     looks at every file name in new/ and cur/ and prints the ones not printed yet.
     """
-    stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     # Ctrl-C ends the follow cleanly (exit 0); so does a polite kill.
     previous_term = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    waker = make_waker([mailbox.new_dir], stop)
     printed: set[str] = set()
     first = True
     try:

@@ -6,8 +6,12 @@ a typo in a recipient is the same clear error everywhere, never a new inbox.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from pydantic import ValidationError
 
+from team.backends.base import Backend, open_backend
 from team.config import AGENT_NAME, TeamConfig
 from team.errors import UserError
 from team.events import DeliveryEvent, EventSink
@@ -32,8 +36,13 @@ def send(
     type: str = "message",
     task_id: int | None = None,
     sink: EventSink | None = None,
+    backend: Backend | None = None,
 ) -> MailMessage:
     """Deliver one message to `to`'s inbox; durable when it returns.
+
+    Args:
+        backend: the team's backend (a running node passes its own); None opens the
+            one team.toml or TEAM_BACKEND names, for this call.
 
     Raises:
         UserError: unknown recipient (naming the team's agents), invalid sender name,
@@ -53,7 +62,8 @@ def send(
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise UserError(f"invalid message {field}: {err['msg']}") from None
-    MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
+    with _using(ws, config, backend) as b:
+        b.mailbox(to).deliver(msg)
     if sink is not None:
         sink.emit(
             DeliveryEvent(agent=to, sender=sender, msg_id=msg.id, kind="sent", msg_type=msg.type)
@@ -61,15 +71,36 @@ def send(
     return msg
 
 
-def request_shutdown(ws: Workspace, to: str, sender: str = "user") -> MailMessage:
-    """Ask one agent to stop after its current step (`team down`, Ctrl-C, SIGTERM)."""
+@contextlib.contextmanager
+def _using(ws: Workspace, config: TeamConfig, backend: Backend | None) -> Iterator[Backend]:
+    if backend is not None:
+        yield backend
+        return
+    opened = open_backend(ws, config)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def request_shutdown(
+    ws: Workspace, to: str, sender: str = "user", *, backend: Backend | None = None
+) -> MailMessage:
+    """Ask one agent to stop after its current step (`team down`, Ctrl-C, SIGTERM).
+
+    Args:
+        backend: where the agent's inbox lives (None: the files under `ws`).
+    """
     msg = MailMessage(
         type="shutdown_request",
         sender=sender,
         to=to,
         content="Please stop after your current step.",
     )
-    MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
+    if backend is None:
+        MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
+    else:
+        backend.mailbox(to).deliver(msg)
     return msg
 
 
@@ -80,13 +111,15 @@ def broadcast(
     *,
     sender: str = "user",
     sink: EventSink | None = None,
+    backend: Backend | None = None,
 ) -> list[MailMessage]:
     """Deliver `content` to every agent but the sender, each with its own message id."""
     check_sender(sender)
     if not content.strip():
         raise UserError("message is empty")
-    return [
-        send(ws, config, name, content, sender=sender, type="broadcast", sink=sink)
-        for name in config.names()
-        if name != sender
-    ]
+    with _using(ws, config, backend) as b:
+        return [
+            send(ws, config, name, content, sender=sender, type="broadcast", sink=sink, backend=b)
+            for name in config.names()
+            if name != sender
+        ]

@@ -1,0 +1,1 @@
+"""Where a team's shared state lives; see `team.backends.base`."""

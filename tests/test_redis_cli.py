@@ -1,0 +1,72 @@
+"""The CLI against a Redis backend, from two folders standing for two machines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_team
+from redis_server import free_port
+
+from team.config import render_config
+
+
+def node(root: Path, url: str) -> Path:
+    """A folder with the team's team.toml, pointing at `url` (one per machine)."""
+    root.mkdir(parents=True, exist_ok=True)
+    text = render_config("crew", "sim", [("alice", "coder"), ("bob", "tester")])
+    text = text.replace('max_tokens = 8000', f'max_tokens = 8000\nbackend = "{url}"')
+    (root / "team.toml").write_text(text)
+    return root
+
+
+def team(where: Path, *args: str, env: dict | None = None):
+    return run_team(*args, "--dir", str(where), env=env)
+
+
+def test_send_on_one_machine_inbox_on_another(tmp_path: Path, redis_url: str) -> None:
+    a, b = node(tmp_path / "a", redis_url), node(tmp_path / "b", redis_url)
+    sent = team(a, "send", "alice", "hello from a", "--from", "bob")
+    assert sent.returncode == 0, sent.stderr
+    assert team(a, "broadcast", "standup").returncode == 0
+    shown = team(b, "inbox", "alice", "--json")
+    assert shown.returncode == 0, shown.stderr
+    got = json.loads(shown.stdout)
+    assert [(m["from"], m["content"], m["status"]) for m in got] == [
+        ("bob", "hello from a", "pending"),
+        ("user", "standup", "pending"),
+    ]
+    assert not (b / ".team" / "inbox").exists()  # nothing on local disk
+    # an agent's answer to the user, read and acknowledged on the other machine
+    run_team("send", "user", "report", "--from", "alice", "--dir", str(a))
+    acked = team(b, "inbox", "user", "--ack", "--json")
+    assert [m["content"] for m in json.loads(acked.stdout)] == ["report"]
+    assert json.loads(team(a, "inbox", "user", "--json").stdout) == []
+
+
+def test_team_backend_overrides_team_toml(tmp_path: Path, redis_url: str) -> None:
+    files = node(tmp_path / "f", "files")
+    env = {"TEAM_BACKEND": redis_url}
+    assert team(files, "send", "bob", "via env", env=env).returncode == 0
+    assert not (files / ".team" / "inbox" / "bob").exists()
+    got = json.loads(team(files, "inbox", "bob", "--json", env=env).stdout)
+    assert [m["content"] for m in got] == ["via env"]
+
+
+@pytest.mark.parametrize(
+    "backend, expected",
+    [
+        ("redis://127.0.0.1:{port}/0", "cannot reach Redis at redis://127.0.0.1:{port}/0: "),
+        ("http://example.com", "TEAM_BACKEND: backend must be 'files' or a redis://"),
+    ],
+)
+def test_a_bad_or_unreachable_backend_is_one_line(
+    tmp_path: Path, backend: str, expected: str
+) -> None:
+    port = free_port()
+    where = node(tmp_path, "files")
+    done = team(where, "send", "alice", "hi", env={"TEAM_BACKEND": backend.format(port=port)})
+    assert done.returncode == 1
+    assert done.stderr.startswith("team: error: " + expected.format(port=port))
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
