@@ -1,11 +1,11 @@
-"""Durable file inboxes (DESIGN §7): what is particular to Maildir. The contract both backends
-keep (delivery, exactly-once, order, crash recovery, waking) is tests/test_inbox_contract.py."""
+"""Durable inboxes (DESIGN §7): nothing lost, nothing processed twice, and a prompt wake-up."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -28,6 +28,7 @@ from team.workspace import Workspace
 
 HERE = Path(__file__).parent
 WRITER = HERE / "mailbox_writer.py"
+READER = HERE / "mailbox_reader.py"
 
 
 def msg(content: str, sender: str = "user", **extra: object) -> MailMessage:
@@ -166,6 +167,56 @@ def test_many_writer_processes_and_threads_one_reader(box: MaildirMailbox, tmp_p
         n = per_proc if sender.startswith("p") else per_thread
         assert seqs == list(range(n)), f"{sender} out of order or incomplete"
     assert not box.has_pending() and files(box.tmp_dir) == []
+
+
+def test_reader_killed_mid_drain_loses_nothing_and_repeats_nothing(
+    box: MaildirMailbox, tmp_path: Path
+) -> None:
+    rng = random.Random(7)
+    journal_path = tmp_path / "session.jsonl"  # the agent's session log
+    sent: list[str] = []
+    mid_drain_kills = rounds = 0  # stop after 20 kills that landed mid-drain
+
+    def journal_lines() -> int:
+        return len(journal_path.read_bytes().splitlines()) if journal_path.exists() else 0
+
+    while mid_drain_kills < 20:
+        rounds += 1
+        assert rounds <= 80, f"only {mid_drain_kills} kills landed mid-drain"
+        # Keep about 150 pending: a drain then takes tens of milliseconds, room for a
+        # kill to land, and the backlog a kill leaves behind never grows without bound.
+        top_up = 150 - len(box.pending())
+        sent += [box.deliver(msg(f"r{rounds} {i}")).name for i in range(top_up)]
+        before = journal_lines()
+        reader = subprocess.Popen(
+            [sys.executable, str(READER), str(box.root), str(journal_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert reader.stdout is not None and reader.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0, 0.05))
+        reader.send_signal(signal.SIGKILL)
+        reader.wait(timeout=10)
+        reader.stdout.close()
+        # Mid-drain: it had recorded something but not finished.
+        if journal_lines() > before and box.has_pending():
+            mid_drain_kills += 1
+
+    final = subprocess.run(
+        [sys.executable, str(READER), str(box.root), str(journal_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert final.returncode == 0 and final.stdout.endswith("drained\n")
+    records = [json.loads(line) for line in journal_path.read_text().splitlines()]
+    contents = [b["text"] for r in records if r["t"] == "user" for b in r["blocks"]]
+    ids = [i for r in records for i in r.get("inbox", [])]
+    assert len(ids) == len(set(ids)) == len(contents)
+    assert len(contents) == len(set(contents)), "a message was processed twice"
+    assert len(contents) == len(sent), "a message was lost"
+    assert not box.has_pending()
+    assert len(box.processed()) == len(sent)
 
 
 def test_writer_killed_mid_write_leaves_nothing_in_new(box: MaildirMailbox) -> None:
