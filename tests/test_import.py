@@ -93,6 +93,8 @@ def test_import_then_replay_table(tmp_path):
     assert "(claude-code)" in r.stdout and "main (6 replies), sub-ab12cd34 (2 replies)" in r.stdout
     assert "dropped: 5 lines off the final path" in r.stdout
     assert "1 Read -> read_file" in r.stdout and "1 images" in r.stdout
+    r = run_team("stats", "-C", str(tmp_path / "ws"), "--json")  # the recorded session
+    assert r.returncode == 0, r.stderr
     r = run_team("experiment", "--replay", str(tmp_path / "ws"))
     assert r.returncode == 0, r.stderr
     for row in ("manual-only", "reference", "cache-aware", "hybrid"):

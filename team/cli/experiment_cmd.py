@@ -116,12 +116,16 @@ def experiment(
 
 
 def _own_recording(path: Path) -> bool:
-    """One of our sim-recorded workspaces or session logs (not an imported one)."""
+    """One of our sim-recorded workspaces, or a session log inside one (not an imported
+    workspace, and not a log copied elsewhere: that goes through the readers)."""
     from team.sessions.workspace import import_path
     from team.workspace import Workspace
 
     if path.is_dir():
         return not import_path(Workspace.at(path)).exists()
+    parts = path.resolve().parts
+    if len(parts) < 4 or parts[-4:-2] != (".team", "agents"):
+        return False
     try:
         with path.open(encoding="utf-8") as f:
             first = f.readline()

@@ -181,6 +181,10 @@ class CalibratedReplay:
         self._caches: dict[str, PromptCache] = {}
         self._ttl = TTL_SECONDS[ttl]
         self._lock = threading.Lock()
+        # id(message) -> (message, identity text, chars): every call re-sends the whole
+        # history, and serialising it each time made a long replay quadratic. The
+        # message is kept in the entry so its id cannot be reused by another object.
+        self._seen: dict[int, tuple[Message, str, int]] = {}
 
     def left(self, agent: str) -> int:
         """Recorded replies not yet given."""
@@ -194,10 +198,11 @@ class CalibratedReplay:
         return self._caches[agent]
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        try:
-            validate(request.messages)
-        except InvalidConversation as e:
-            raise ModelError(f"invalid request (the API would answer 400): {e}") from e
+        if request.purpose == "summary":  # agent requests are validated by the agent loop
+            try:
+                validate(request.messages)
+            except InvalidConversation as e:
+                raise ModelError(f"invalid request (the API would answer 400): {e}") from e
         agent = request.agent
         cal = self._cal.get(agent) or AgentCalibration(DEFAULT_CHARS_PER_TOKEN, 0, False)
         output: int | None = None
@@ -225,6 +230,18 @@ class CalibratedReplay:
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content, stop, usage)
 
+    def _identity(self, m: Message) -> tuple[str, int]:
+        """A message's text for the cache's prefix digest (never billed) and its chars."""
+        with self._lock:
+            hit = self._seen.get(id(m))
+            if hit is not None and hit[0] is m:
+                return hit[1], hit[2]
+        text = json.dumps(m.to_dict(), sort_keys=True)
+        chars = message_chars(m)
+        with self._lock:
+            self._seen[id(m)] = (m, text, chars)
+        return text, chars
+
     def _usage(
         self,
         request: ModelRequest,
@@ -242,8 +259,8 @@ class CalibratedReplay:
         )
         pieces = [prefix]
         for m in request.messages:
-            text = json.dumps(m.to_dict(), sort_keys=True)  # identity only, never billed
-            pieces.append(Piece(text, round(message_chars(m) / cpt)))
+            text, chars = self._identity(m)
+            pieces.append(Piece(text, round(chars / cpt)))
         marks = [1 + i for i in request.cache_breakpoints]
         if request.cache_system:
             marks.append(0)

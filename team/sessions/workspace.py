@@ -59,10 +59,52 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         "totals": asdict(session.totals) if session.totals else None,
         "agents": {a.name: _agent_meta(a) for a in session.agents},
     }
+    _events(session, ws)
     tmp = import_path(ws).with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1))
     os.replace(tmp, import_path(ws))
     return ws
+
+
+def _events(session: Session, ws: Workspace) -> None:
+    """The recorded calls and compactions as events, so `team stats` and `team report`
+    show the recorded session itself (at the recorded times)."""
+    from team.events import CompactionEvent, ModelCallEvent, SqliteEventLog
+
+    events = SqliteEventLog(ws.events_db)
+    try:
+        for a in session.agents:
+            for t in a.replies():
+                u = t.usage or RecordedUsage()
+                events.emit(
+                    ModelCallEvent(
+                        a.name,
+                        "agent",
+                        u.input_tokens,
+                        u.output_tokens,
+                        u.cache_read_tokens,
+                        u.cache_write_tokens,
+                        ts=t.time or 0.0,
+                    )
+                )
+            for c in a.compactions:
+                when = a.turns[c.before].time if c.before < len(a.turns) else None
+                layer = "manual" if c.trigger == "manual" else "auto"
+                events.emit(
+                    CompactionEvent(
+                        a.name,
+                        layer,
+                        f"recorded ({c.trigger})",
+                        c.pre_tokens or 0,
+                        c.summary_chars // 4,
+                        0,
+                        0,
+                        summary_chars=c.summary_chars,
+                        ts=when or 0.0,
+                    )
+                )
+    finally:
+        events.close()
 
 
 def _usage(u: RecordedUsage | None) -> Usage:
