@@ -65,7 +65,6 @@ def main() -> None:
             model=ScriptedModel(),
             transcripts=TranscriptStore(Path(tempfile.gettempdir()) / "bench-transcripts"),
             sink=MemorySink(),
-            identity=lambda: "",
         )
 
         def pipeline(h=h, compactor=compactor):

@@ -1,38 +1,89 @@
-"""A reader process for the mailbox crash tests.
+"""A reader process for the mailbox crash test: a real agent taking in its inbox.
 
-    mailbox_reader.py ROOT SESSION_LOG
+    mailbox_reader.py WORKSPACE [KILL_AT]
 
-Takes one inbox into an agent's session log the way an agent does (team.agents.intake
-with a real SessionLog: receive, record, ack). Prints "ready" once the log is loaded,
-takes mail until the inbox is empty, and prints "drained". Tests kill it with SIGKILL
-at random points and start it again.
+Builds agent `alice` of a one-agent team in WORKSPACE with the real builder and calls
+`Agent.take_inbox` (receive, record in the session log, acknowledge) until the inbox is
+empty, then prints "drained". KILL_AT makes the process SIGKILL itself at an exact
+point, so a test knows each kill landed mid-drain:
+
+    receive:N   right after the Nth non-empty receive (claimed, nothing recorded yet)
+    done:N      just before the Nth message is marked done (recorded, not all acked)
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
-import time
 from pathlib import Path
 
-from team.agents.intake import Intake
-from team.agents.session import SessionLog
-from team.conversation import TextBlock
+from team.agents.build import Parts, build_agent
+from team.config import parse_config
 from team.events import MemorySink
-from team.mailbox.maildir import MaildirMailbox
+from team.llm.scripted import ScriptedModel
+from team.mailbox.maildir import MaildirInboxes, MaildirMailbox
+from team.mailbox.waker import PollingWaker
+from team.tasks import TaskBoard
+from team.workspace import Workspace
+
+
+class DyingMailbox:
+    """A real Maildir inbox whose owner process dies at the chosen call."""
+
+    def __init__(self, box: MaildirMailbox, kill_at: str | None) -> None:
+        self.box = box
+        kind, _, n = (kill_at or "none:0").partition(":")
+        self.kind, self.left = kind, int(n)
+
+    def _count(self, kind: str) -> None:
+        if self.kind == kind:
+            self.left -= 1
+            if self.left == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    def receive(self):
+        claims = self.box.receive()
+        if claims:
+            self._count("receive")
+        return claims
+
+    def done(self, claimed) -> None:
+        self._count("done")
+        self.box.done(claimed)
+
+    def __getattr__(self, name: str):
+        return getattr(self.box, name)
+
+
+class DyingInboxes(MaildirInboxes):
+    def __init__(self, root: Path, kill_at: str | None) -> None:
+        super().__init__(root)
+        self.kill_at = kill_at
+
+    def inbox(self, agent: str):
+        box = super().inbox(agent)
+        return DyingMailbox(box, self.kill_at) if agent == "alice" else box
 
 
 def main() -> None:
-    box = MaildirMailbox(Path(sys.argv[1]))
-    session = SessionLog(Path(sys.argv[2]))
-    session.load()
-    intake = Intake("reader", box, session, MemorySink(), started_at=time.time())
+    ws = Workspace.at(sys.argv[1])
+    kill_at = sys.argv[2] if len(sys.argv) > 2 else None
+    config = parse_config({"agents": [{"name": "alice", "role": "reader"}]}, "test")
+    parts = Parts(
+        ws=ws,
+        config=config,
+        model=ScriptedModel(),
+        sink=MemorySink(),
+        board=TaskBoard(ws.tasks_dir),
+        inboxes=DyingInboxes(ws.inbox_root, kill_at),
+    )
+    agent = build_agent(parts, "alice", waker=PollingWaker(parts.stop))
+    agent.resume()
     print("ready", flush=True)
-    while box.has_pending():
-        messages = intake.receive()
-        # the same three steps as Agent._add_user: record (fsync), then acknowledge
-        session.user([TextBlock(m.content) for m in messages], [m.id for m in messages])
-        intake.ack()
-    session.close()
+    while agent.mailbox.has_pending():
+        agent.take_inbox()
+    agent.session.close()
     print("drained", flush=True)
 
 

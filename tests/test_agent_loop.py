@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 from team.agents.runtime import Runtime
+from team.agents.session import SessionLog
+from team.compaction.records import AssistantTurn, UserTurn
 from team.config import render_config
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
 from team.events import AgentEvent, MemorySink
@@ -45,10 +47,9 @@ def test_a_message_arriving_mid_tool_loop_reaches_the_next_call(tmp_path):
         return reply(bash(1))
 
     model = ScriptedModel([first, reply("done")])
-    agent = runtime(ws, model).build_agent("alice")
     deliver(ws, "alice", "start", sender="user")
-    assert agent.has_work()
-    agent.turn()
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    assert len(model.requests) == 2
     second = model.requests[1].messages[-1]
     assert isinstance(second.content[0], ToolResultBlock)
     assert "ping from bob" in second.content[-1].text and 'from="bob"' in second.content[-1].text
@@ -61,14 +62,11 @@ def test_an_agent_that_stops_with_open_tasks_is_reminded_once(tmp_path):
     board = TaskBoard(ws.tasks_dir)
     task = board.create("Fix the parser", owner="alice")
     model = ScriptedModel([reply("I'll get to it"), reply("still later")])
-    agent = runtime(ws, model).build_agent("alice")
     deliver(ws, "alice", "hello", sender="user")
-    agent.has_work()
-    agent.turn()
-    assert len(model.requests) == 2
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    assert len(model.requests) == 2  # once reminded, it waits for new input
     reminder = model.requests[1].messages[-1].text()
     assert reminder.startswith("Reminder: you still own open tasks:") and f"#{task.id}" in reminder
-    assert not agent.has_work()  # then it waits for new input
 
 
 def test_an_idle_agent_claims_an_open_task(tmp_path):
@@ -76,48 +74,40 @@ def test_an_idle_agent_claims_an_open_task(tmp_path):
     board = TaskBoard(ws.tasks_dir)
     board.create("Write docs")
     model = ScriptedModel([reply("on it")], default=reply("ok"))
-    agent = runtime(ws, model).build_agent("alice")
-    assert agent.has_work()
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
     assert board.list()[0].owner == "alice" and board.list()[0].status == "in_progress"
-    agent.turn()
     assert "You claimed open task #1: Write docs" in model.requests[0].messages[-1].text()
 
 
 def test_a_tool_call_cut_off_by_a_crash_gets_an_interrupted_result(tmp_path):
     ws = workspace(tmp_path)
-    rt = runtime(ws, ScriptedModel([reply(bash(1)), reply("x")]))
-    agent = rt.build_agent("alice")
-    deliver(ws, "alice", "go", sender="user")
-    agent.has_work()
-    agent.step()  # the model asked for bash; the process dies before running it
-    agent.session.close()
+    # what a process killed after the model asked for bash leaves behind
+    log = SessionLog(ws.session_log("alice"))
+    log.append(UserTurn((TextBlock("<message>go</message>"),)))
+    log.append(AssistantTurn(Message("assistant", (bash(1),))))
+    log.close()
     model = ScriptedModel([reply("I will run it again")])
-    rt2 = runtime(ws, model)
-    again = rt2.build_agent("alice")
-    again.resume()
-    assert again.has_work()
-    again.turn()
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
     msgs = model.requests[0].messages
     validate(msgs)
     result = msgs[-1].content[0]
     assert (
         isinstance(result, ToolResultBlock) and result.is_error and "Interrupted" in result.content
     )
-    assert msgs[0].text().endswith("go\n</message>")
+    assert msgs[0].text() == "<message>go</message>"
 
 
 def test_a_failed_model_call_changes_nothing_and_is_retried(tmp_path):
     ws = workspace(tmp_path)
     model = ScriptedModel([ModelError("529 overloaded"), reply("fine now")])
-    agent = runtime(ws, model).build_agent("alice")
     deliver(ws, "alice", "go", sender="user")
-    agent.has_work()
-    agent.turn()  # fails: the turn ends, the history is as it was
-    assert [m.role for m in agent.history.messages] == ["user"]
-    assert agent.has_work()
-    agent.turn()
+    agent = runtime(ws, model).build_agent("alice")
+    agent.run(until_idle=True)
     assert model.requests[0].messages == model.requests[1].messages
-    assert agent.history.messages[-1] == Message("assistant", (TextBlock("fine now"),))
+    again = runtime(ws, ScriptedModel()).build_agent("alice")
+    again.resume()
+    assert [m.role for m in again.history.messages] == ["user", "assistant"]
+    assert again.history.messages[-1] == Message("assistant", (TextBlock("fine now"),))
 
 
 def test_shutdown_is_answered_in_the_requesters_inbox(tmp_path):
@@ -196,20 +186,15 @@ def test_a_teammate_cannot_shut_another_agent_down(tmp_path):
 
 def test_a_task_claimed_just_before_a_crash_is_not_forgotten(tmp_path):
     ws = workspace(tmp_path)
-    model = ScriptedModel(default=reply("ok"))
-    agent = runtime(ws, model).build_agent("alice")
     deliver(ws, "alice", "hello", sender="user")
-    agent.has_work()
-    agent.turn()
-    agent.session.close()
+    runtime(ws, ScriptedModel(default=reply("ok"))).build_agent("alice").run(until_idle=True)
     # the claim reached the board, the process died before the session log heard of it
     board = TaskBoard(ws.tasks_dir)
     task = board.create("Write the changelog")
     board.claim(task.id, "alice")
-    again = runtime(ws, model).build_agent("alice")
-    again.resume()
-    assert again.has_work()
-    assert f"#{task.id} Write the changelog" in again.history.messages[-1].text()
+    model = ScriptedModel(default=reply("ok"))
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    assert f"#{task.id} Write the changelog" in model.requests[0].messages[-1].text()
 
 
 def test_a_crash_between_archive_and_log_loses_nothing(tmp_path):
@@ -217,13 +202,14 @@ def test_a_crash_between_archive_and_log_loses_nothing(tmp_path):
     compaction: the restart continues the old segment, and the transcript is extra."""
     ws = workspace(tmp_path)
     model = ScriptedModel([reply(bash(1, "seq 1 50")), reply("done")], summary=reply("summary"))
-    agent = runtime(ws, model).build_agent("alice")
     deliver(ws, "alice", "go", sender="user")
-    agent.has_work()
-    agent.turn()
+    agent = runtime(ws, model).build_agent("alice")
+    agent.run(until_idle=True)
     before = [m.to_dict() for m in agent.history.messages]
-    assert agent.compactor.compact(agent.history, layer="manual", trigger="test") is not None
-    agent.session.close()  # ...and the process dies before `session.compaction(...)`
+    rec = agent.compactor.compact(
+        agent.history, identity=agent.identity(), layer="manual", trigger="test"
+    )
+    assert rec is not None  # ...and the process dies before the record is appended
     again = runtime(ws, ScriptedModel()).build_agent("alice")
     again.resume()
     assert [m.to_dict() for m in again.history.messages] == before

@@ -72,6 +72,9 @@ def test_the_micro_view_is_always_valid(msgs, cfg):
         validate(mc.view(msgs[:cut]).view)
 
 
+IDENTITY = "<identity>You are 'alice', role: coder, team: demo. Open tasks: none</identity>"
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -83,13 +86,12 @@ def test_every_post_compaction_context_is_valid_and_starts_with_identity(tmp_pat
         model=ScriptedModel(summary=reply("## Current work\nthe parser")),
         transcripts=TranscriptStore(tmp_path / "t"),
         sink=MemorySink(),
-        identity=lambda: (
-            "<identity>You are 'alice', role: coder, team: demo. Open tasks: none</identity>"
-        ),
     )
     h = History(list(msgs))
     for layer in ("auto", "manual", "auto"):
-        h = compactor.compact(h, layer=layer, trigger="test")
+        rec = compactor.compact(h, identity=IDENTITY, layer=layer, trigger="test")
+        assert rec is not None
+        h.apply(rec)
         validate(h.messages)
         validate(compactor.view(h))
         first = h.messages[0].text()

@@ -34,12 +34,21 @@ def make(tmp_path, agent="alice", model=None, budget=120_000, **cfg):
         model=model,
         transcripts=TranscriptStore(tmp_path / ".transcripts" / agent),
         sink=sink,
-        identity=lambda: IDENTITY.replace("alice", agent),
         teammates=["bob"],
         root=tmp_path,
         summary_input_budget=budget,
     )
     return c, sink, model
+
+
+def compact(c: Compactor, h: History, **kw) -> History | None:
+    """Compact as the agent does: the record the compactor returns, folded."""
+    rec = c.compact(h, identity=IDENTITY.replace("alice", c.agent), **kw)
+    if rec is None:
+        return None
+    new = History(segment=h.segment)
+    new.apply(rec)
+    return new
 
 
 def test_auto_triggers_above_the_threshold_and_not_below(tmp_path):
@@ -70,7 +79,7 @@ def test_transcript_holds_full_text_of_results_that_were_placeholders(tmp_path):
         if isinstance(b, ToolResultBlock) and b.content.startswith("[Previous")
     ]
     assert hidden
-    new = c.compact(h, layer="auto", trigger="threshold")
+    new = compact(c, h, layer="auto", trigger="threshold")
     ev = sink.of(CompactionEvent)[-1]
     archived = read_transcript(tmp_path / ev.transcript)
     assert archived == h.messages  # full text, not the view
@@ -89,7 +98,7 @@ def test_summariser_sees_the_full_segment_not_the_view(tmp_path):
     c, _, model = make(tmp_path)
     h = History(conversation(8))
     c.view(h)
-    c.compact(h, layer="auto", trigger="threshold")
+    compact(c, h, layer="auto", trigger="threshold")
     req = next(r for r in model.requests if r.purpose == "summary")
     assert req.messages[0].text().count("output of call") == 8
     assert "[Previous: used" not in req.messages[0].text()
@@ -103,7 +112,7 @@ def test_large_segments_are_summarised_in_chunks_that_cover_everything(tmp_path)
     )
     c, _, _ = make(tmp_path, model=model, budget=750)  # ~3,000 chars: several chunks
     h = History(conversation(30))
-    c.compact(h, layer="auto", trigger="threshold")
+    compact(c, h, layer="auto", trigger="threshold")
     parts = [
         r
         for r in model.requests
@@ -129,7 +138,7 @@ def test_two_agents_compacting_at_once_never_share_a_file(tmp_path):
     def work(agent):
         c, sink, _ = make(tmp_path, agent=agent)
         for _ in range(5):
-            c.compact(History(conversation(4)), layer="auto", trigger="threshold")
+            compact(c, History(conversation(4)), layer="auto", trigger="threshold")
         results[agent] = [e.transcript for e in sink.of(CompactionEvent)]
 
     threads = [threading.Thread(target=work, args=(a,)) for a in ("alice", "bob", "carol")]
@@ -145,7 +154,7 @@ def test_two_agents_compacting_at_once_never_share_a_file(tmp_path):
 
 def test_manual_compaction_passes_focus_to_the_summariser(tmp_path):
     c, sink, model = make(tmp_path)
-    c.compact(History(conversation(3)), layer="manual", trigger="tool", focus="the parser bug")
+    compact(c, History(conversation(3)), layer="manual", trigger="tool", focus="the parser bug")
     req = next(r for r in model.requests if r.purpose == "summary")
     assert "the parser bug" in req.system
     assert sink.of(CompactionEvent)[-1].layer == "manual"
@@ -155,7 +164,7 @@ def test_identity_is_first_after_the_first_second_and_third_compaction(tmp_path)
     c, _, _ = make(tmp_path)
     h = History(conversation(5))
     for n in range(3):
-        h = c.compact(h, layer="auto", trigger="threshold")
+        h = compact(c, h, layer="auto", trigger="threshold")
         assert h.segment == n + 1
         assert h.messages[0].text().startswith("<identity>You are 'alice', role: coder")
         validate(h.messages)
@@ -168,7 +177,7 @@ def test_unseen_content_is_carried_into_the_new_context(tmp_path):
     msgs[-1] = Message(
         "user", msgs[-1].content + (Message.user('<message from="bob">ping</message>').content)
     )
-    new = c.compact(History(msgs), layer="auto", trigger="threshold")
+    new = compact(c, History(msgs), layer="auto", trigger="threshold")
     assert "ping" in new.messages[0].text()
 
 
@@ -177,7 +186,7 @@ def test_a_failed_summary_leaves_the_history_byte_identical(tmp_path):
     c, sink, _ = make(tmp_path, model=model)
     h = History(conversation(6))
     before = json.dumps([m.to_dict() for m in h.messages])
-    assert c.compact(h, layer="auto", trigger="threshold") is None
+    assert compact(c, h, layer="auto", trigger="threshold") is None
     assert json.dumps([m.to_dict() for m in h.messages]) == before
     ev = sink.of(CompactionEvent)[-1]
     assert not ev.success and "529" in ev.error
@@ -192,24 +201,24 @@ def test_auto_pauses_after_three_failures_until_a_manual_compact(tmp_path):
     h = History(conversation(10))
     for _ in range(MAX_FAILURES):
         assert c.should_auto(h)
-        assert c.compact(h, layer="auto", trigger="threshold") is None
+        assert compact(c, h, layer="auto", trigger="threshold") is None
     assert c.paused and not c.should_auto(h)
     assert [e.kind for e in sink.of(AgentEvent)] == ["auto_paused"]
     model.summary = reply("## Request and intent\nrecovered")
-    new = c.compact(h, layer="manual", trigger="tool")
+    new = compact(c, h, layer="manual", trigger="tool")
     assert new is not None and not c.paused
     assert c.should_auto(History(conversation(10)))
 
 
 def test_an_empty_summary_is_a_failure(tmp_path):
     c, _, _ = make(tmp_path, model=ScriptedModel(summary=reply(" ")))
-    assert c.compact(History(conversation(3)), layer="auto", trigger="threshold") is None
+    assert compact(c, History(conversation(3)), layer="auto", trigger="threshold") is None
 
 
 @pytest.mark.parametrize("layer", ["auto", "manual"])
 def test_compaction_event_has_the_fields_people_study(tmp_path, layer):
     c, sink, _ = make(tmp_path)
-    c.compact(History(conversation(6)), layer=layer, trigger="x")
+    compact(c, History(conversation(6)), layer=layer, trigger="x")
     ev = sink.of(CompactionEvent)[-1]
     assert ev.agent == "alice" and ev.layer == layer and ev.success
     assert ev.tokens_before > ev.tokens_after > 0
@@ -222,7 +231,7 @@ def test_a_transcript_that_cannot_be_written_is_a_failed_compaction(tmp_path):
     (tmp_path / ".transcripts").write_text("not a folder")  # the archive cannot be created
     h = History(conversation(6))
     before = json.dumps([m.to_dict() for m in h.messages])
-    assert c.compact(h, layer="auto", trigger="threshold") is None
+    assert compact(c, h, layer="auto", trigger="threshold") is None
     assert json.dumps([m.to_dict() for m in h.messages]) == before
     ev = sink.of(CompactionEvent)[-1]
     assert not ev.success and "transcript" in ev.error
@@ -230,8 +239,8 @@ def test_a_transcript_that_cannot_be_written_is_a_failed_compaction(tmp_path):
 
 def test_a_fresh_context_above_the_threshold_does_not_compact_on_every_call(tmp_path):
     c, _, _ = make(tmp_path, threshold=150)
-    h = c.compact(History(conversation(6)), layer="auto", trigger="threshold")
-    assert c.floor > 150  # identity + summary alone are above this tiny threshold
+    h = compact(c, History(conversation(6)), layer="auto", trigger="threshold")
+    assert h.floor > 150  # identity + summary alone are above this tiny threshold
     h.messages += tool_round(50, output="x" * 120)
     assert not c.should_auto(h)  # must grow by half the threshold first
     for i in range(51, 60):

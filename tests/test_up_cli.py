@@ -113,7 +113,9 @@ def quick_start_commands() -> list[str]:
 def test_readme_quick_start_has_exactly_two_commands():
     cmds = quick_start_commands()
     assert len(cmds) == 2
-    assert cmds[0].endswith("team demo") and "pytest" in cmds[1]
+    assert cmds[0].endswith("team demo")
+    script = ROOT / cmds[1].split()[0]  # the test command may be a script that runs pytest
+    assert "pytest" in cmds[1] or (script.is_file() and "pytest" in script.read_text())
 
 
 def test_the_demo_from_a_fresh_tree_finishes_by_itself(tmp_path):

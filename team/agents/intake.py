@@ -1,4 +1,4 @@
-"""Taking mail into an agent's conversation exactly once (DESIGN §7).
+"""Taking mail into an agent's conversation exactly once (docs/design.md, "Inboxes").
 
 The mailbox delivers at least once; the session log makes the effect exactly once:
 a message is claimed (`new/` -> `cur/`), recorded in the session log (fsync), and only
@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 
 from team.agents.session import SessionLog
+from team.compaction.records import Note
 from team.events import DeliveryEvent, EventSink
-from team.mailbox.maildir import Claimed, MaildirMailbox
+from team.mailbox.base import Claim, Inboxes
 from team.mailbox.message import MailMessage
 from team.workspace import USER
 
@@ -23,24 +24,25 @@ class Intake:
     def __init__(
         self,
         agent: str,
-        mailbox: MaildirMailbox,
+        inboxes: Inboxes,
         session: SessionLog,
         sink: EventSink,
         started_at: float,
     ) -> None:
         self.agent = agent
-        self.mailbox = mailbox
+        self.inboxes = inboxes
+        self.mailbox = inboxes.inbox(agent)
         self.session = session
         self.sink = sink
         self.started_at = started_at
-        self._claimed: list[Claimed] = []
-        self.shutdown: Claimed | None = None
+        self._claimed: list[Claim] = []
+        self.shutdown: Claim | None = None
         """A shutdown request from the user, answered at the agent's next step boundary."""
 
     def receive(self) -> list[MailMessage]:
         """New messages the session log has not recorded yet, oldest first.
 
-        The caller must record them (`SessionLog.user` with their ids) and then `ack`.
+        The caller must record them (a `UserTurn` with their ids) and then `ack`.
         """
         fresh: list[MailMessage] = []
         # claimed earlier but not recorded yet: the mailbox returns those again
@@ -84,7 +86,7 @@ class Intake:
         if claimed is None:
             return
         msg = claimed.message
-        self.session.note(event="shutdown", request=msg.id)
+        self.session.append(Note({"event": "shutdown", "request": msg.id}))
         reply = MailMessage(
             type="shutdown_response",
             sender=self.agent,
@@ -92,6 +94,6 @@ class Intake:
             content=f"{self.agent} stopped after finishing its step.",
             request_id=msg.id,
         )
-        MaildirMailbox(self.mailbox.root.parent / msg.sender).deliver(reply)
+        self.inboxes.inbox(msg.sender).deliver(reply)
         self.sink.emit(DeliveryEvent(msg.sender, self.agent, reply.id, "sent", "shutdown_response"))
         self.mailbox.done(claimed)

@@ -11,21 +11,21 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from team.agents.identity import identity_block, system_prompt
+from team.agents.identity import identity_block
 from team.agents.intake import Intake
-from team.agents.session import SessionLog
-from team.agents.tools import Toolbox, tool_specs
+from team.agents.session import SessionLog, interrupted_results
+from team.board import Board
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
+from team.compaction.records import AssistantTurn, Record, UserTurn
 from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
 from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
 from team.events import AgentEvent, EventSink, ModelCallEvent
-from team.llm.base import Model, ModelError, ModelRequest
-from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.waker import Waker
-from team.tasks import TaskBoard
+from team.llm.base import Model, ModelError, ModelRequest, ToolSpec
+from team.mailbox.base import Inboxes, Waker
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,12 @@ TASK_REF = re.compile(r'#(\d+)|task="(\d+)"|"task_id": "?(\d+)')  # how task ids
 BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 EMPTY_REPLY = "(no reply)"
+
+
+class Tools(Protocol):
+    """Runs the tools the loop does not handle itself (`team.agents.tools.Toolbox`)."""
+
+    def run(self, name: str, input: dict[str, Any]) -> Any: ...
 
 
 class Shutdown(Exception):
@@ -55,15 +61,19 @@ class AgentState:
 
 
 class Agent:
+    """One agent. Built by `team.agents.build.build_agent`; its collaborators are seams."""
+
     def __init__(
         self,
         *,
         config: AgentConfig,
         team: TeamConfig,
+        system: str,
+        tools: list[ToolSpec],
         model: Model,
-        mailbox: MaildirMailbox,
-        board: TaskBoard,
-        toolbox: Toolbox,
+        inboxes: Inboxes,
+        board: Board,
+        toolbox: Tools,
         compactor: Compactor,
         session: SessionLog,
         sink: EventSink,
@@ -76,7 +86,7 @@ class Agent:
         self.name = config.name
         self.team = team
         self.model = model
-        self.mailbox = mailbox
+        self.mailbox = inboxes.inbox(config.name)
         self.board = board
         self.toolbox = toolbox
         self.compactor = compactor
@@ -86,12 +96,12 @@ class Agent:
         self.stop = stop
         self.started_at = started_at if started_at is not None else time.time()
         self.poll_s = poll_s
-        self.system = system_prompt(config, team)
-        self.tools = tool_specs()
+        self.system = system
+        self.tools = tools
         self.status = AgentState()
         self.history = History()
         self._error_backoff = 0.0
-        self.intake = Intake(self.name, mailbox, session, sink, self.started_at)
+        self.intake = Intake(self.name, inboxes, session, sink, self.started_at)
         self._board_checked = 0.0
         self.last_error: str | None = None
 
@@ -100,8 +110,12 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Resume from the session log, then work until asked to stop."""
+    def run(self, *, until_idle: bool = False) -> None:
+        """Resume from the session log, then work until asked to stop.
+
+        Args:
+            until_idle: return the first time there is no work, instead of waiting.
+        """
         self.resume()
         try:
             while True:
@@ -109,11 +123,13 @@ class Agent:
                 if self.has_work():
                     self.status.state = "working"
                     self.turn()
-                else:
-                    self.status.state = "idle"
-                    self.status.task = None
-                    self.check_stop()
-                    self.waker.wait(self.poll_s)
+                    continue
+                self.status.state = "idle"
+                self.status.task = None
+                if until_idle:
+                    return
+                self.check_stop()
+                self.waker.wait(self.poll_s)
         except Shutdown:
             pass
         finally:
@@ -131,7 +147,7 @@ class Agent:
 
     def resume(self) -> None:
         self.history = self.session.load()
-        cut = self.session.interrupted_results(self.history)
+        cut = interrupted_results(self.history)
         if cut:
             self._add_user(cut)
             self.sink.emit(AgentEvent(self.name, "resumed", f"{len(cut)} interrupted tool calls"))
@@ -254,8 +270,7 @@ class Agent:
             b for b in response.content if not (isinstance(b, TextBlock) and not b.text.strip())
         )
         message = Message("assistant", kept or (TextBlock(EMPTY_REPLY),))
-        self.session.assistant(message, u)
-        self.history.append_response(message, u)
+        self.record(AssistantTurn(message, u))
         self.status.calls += 1
         self.status.context_tokens = u.context_tokens
         return message.tool_uses()
@@ -286,16 +301,16 @@ class Agent:
             self.compact("manual", "tool", focus)
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
-        new = self.compactor.compact(self.history, layer=layer, trigger=trigger, focus=focus)
-        if new is None:
+        rec = self.compactor.compact(
+            self.history, identity=self.identity(), layer=layer, trigger=trigger, focus=focus
+        )
+        if rec is None:
             if layer == "manual":
                 self._add_user(
                     [TextBlock("compact failed; your conversation is unchanged. Go on.")]
                 )
             return
-        first = new.messages[0]
-        self.session.compaction(layer, self.compactor.last_transcript or "", first)
-        self.history = new
+        self.record(rec)
         self.status.compactions += 1
 
     # -- inbox ---------------------------------------------------------------------------
@@ -308,10 +323,14 @@ class Agent:
         self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
         return True
 
+    def record(self, rec: Record) -> None:
+        """The one way the conversation changes: append to the log (fsync), then fold."""
+        self.session.append(rec)
+        self.history.apply(rec)
+
     def _add_user(self, blocks: list[Block], inbox_ids: list[str] = ()) -> None:
-        """Persist, then apply, then acknowledge the mail that the blocks carry."""
-        self.session.user(blocks, list(inbox_ids))
-        self.history.append_user(*blocks)
+        """Record user content, then acknowledge the mail that it carries."""
+        self.record(UserTurn(tuple(blocks), tuple(inbox_ids)))
         self.intake.ack()
 
     def _model_failed(self, e: ModelError, estimate: int, duration: float) -> None:

@@ -17,19 +17,17 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from team.agents.build import Parts, build_agent
 from team.agents.lock import TeamLock
 from team.agents.loop import Agent
-from team.agents.session import SessionLog
-from team.agents.tools import Toolbox
-from team.compaction.compactor import Compactor
-from team.compaction.transcripts import TranscriptStore
+from team.board import Board
+from team.compaction.compactor import AutoGate
 from team.config import TeamConfig
 from team.errors import os_error_line
 from team.events import AgentEvent, EventSink
 from team.llm.base import Model
-from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.post import request_shutdown
-from team.mailbox.waker import make_waker
+from team.mailbox.base import Inboxes
+from team.mailbox.post import shutdown_request
 from team.tasks import TaskBoard
 from team.workspace import Workspace
 
@@ -39,6 +37,12 @@ MAX_BACKOFF_S = 30.0
 
 
 class Runtime:
+    """Runs every agent of `config` in `ws`, each in its own supervised thread.
+
+    Args:
+        board, inboxes: the task board and the inboxes (default: the ones on disk).
+    """
+
     def __init__(
         self,
         ws: Workspace,
@@ -48,75 +52,41 @@ class Runtime:
         *,
         poll_s: float = 0.5,
         fsync: bool = True,
+        board: Board | None = None,
+        inboxes: Inboxes | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
-        self.model = model
+        self.parts = Parts(
+            ws=ws,
+            config=config,
+            model=model,
+            sink=sink,
+            board=board or TaskBoard(ws.tasks_dir),
+            inboxes=inboxes,
+            fsync=fsync,
+            poll_s=poll_s,
+        )
         self.sink = sink
-        self.poll_s = poll_s
-        self.fsync = fsync
-        self.board = TaskBoard(ws.tasks_dir)
+        self.board = self.parts.board
+        self.inboxes: Inboxes = self.parts.inboxes  # type: ignore[assignment]
         self.lock = TeamLock(ws.lock_path)
-        self.stop = threading.Event()  # hard stop: agents end at their next step boundary
-        self.started_at = time.time()
+        self.stop = self.parts.stop  # hard stop: agents end at their next step boundary
         self.agents: dict[str, Agent] = {}
         self.threads: dict[str, threading.Thread] = {}
         self.crashes: dict[str, int] = {}
         # kept across restarts of an agent's thread, so a failing summariser stays paused
-        self.compactors: dict[str, Compactor] = {}
+        self.gates: dict[str, AutoGate] = {}
         self._stopping = False
         self._status_failing = False
 
-    # -- building ------------------------------------------------------------------------
-
     def build_agent(self, name: str) -> Agent:
-        cfg = self.config.agent(name)
-        mailbox = MaildirMailbox(self.ws.inbox_dir(name))
-        session = SessionLog(self.ws.session_log(name), fsync=self.fsync)
-        toolbox = Toolbox(self.ws, name, self.config, self.board, sink=self.sink, stop=self.stop)
-        agent_ref: list[Agent] = []
-        compactor = self.compactors.get(name) or Compactor(
-            agent=name,
-            config=self.config.compaction_for(name),
-            model=self.model,
-            transcripts=TranscriptStore(self.ws.transcripts_dir(name)),
-            sink=self.sink,
-            identity=lambda: "",
-            teammates=[a for a in self.config.names() if a != name],
-            root=self.ws.root,
-        )
-        compactor.identity = lambda: agent_ref[0].identity()
-        compactor.micro.reset()  # the new agent's history is reloaded from the log
-        self.compactors[name] = compactor
-        agent = Agent(
-            config=cfg,
-            team=self.config,
-            model=self.model,
-            mailbox=mailbox,
-            board=self.board,
-            toolbox=toolbox,
-            compactor=compactor,
-            session=session,
-            sink=self.sink,
-            waker=make_waker([mailbox.root / "new"], self.stop),
-            stop=self.stop,
-            started_at=self.started_at,
-            poll_s=self.poll_s,
-        )
-        compactor.overhead_chars = len(agent.system) + sum(
-            len(json.dumps(t.to_api())) for t in agent.tools
-        )
-        agent_ref.append(agent)
-        return agent
+        return build_agent(self.parts, name, gate=self.gates.setdefault(name, AutoGate()))
 
     # -- running -------------------------------------------------------------------------
 
     def start(self) -> None:
         self.lock.acquire()
-        for name in self.config.names():
-            MaildirMailbox(self.ws.inbox_dir(name)).root.joinpath("new").mkdir(
-                parents=True, exist_ok=True
-            )
         for name in self.config.names():
             t = threading.Thread(target=self._supervise, args=(name,), name=f"agent-{name}")
             self.threads[name] = t
@@ -156,7 +126,7 @@ class Runtime:
             return
         self._stopping = True
         for name in self.alive():
-            request_shutdown(self.ws, name, sender)
+            self.inboxes.inbox(name).deliver(shutdown_request(name, sender))
 
     def is_idle(self) -> bool:
         """Every agent idle, every inbox empty and no task open."""
@@ -165,7 +135,7 @@ class Runtime:
             # a stopped agent takes on nothing more: it counts as idle
             if agent is None or agent.status.state not in ("idle", "stopped"):
                 return False
-            if MaildirMailbox(self.ws.inbox_dir(name)).has_pending():
+            if self.inboxes.inbox(name).has_pending():
                 return False
         return self.board.all_done()
 
@@ -229,7 +199,7 @@ class Runtime:
         for name in self.config.names():
             agent = self.agents.get(name)
             st = asdict(agent.status) if agent else {"state": "starting"}
-            st["pending"] = MaildirMailbox(self.ws.inbox_dir(name)).pending_count()
+            st["pending"] = self.inboxes.inbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             agents[name] = st
         return {"pid": os.getpid(), "updated": time.time(), "agents": agents}

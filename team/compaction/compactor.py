@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from team.compaction.history import History
 from team.compaction.micro import MicroCompactor
+from team.compaction.records import Compaction
 from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed, render_block
 from team.compaction.tokens import estimate, message_tokens
@@ -30,8 +31,26 @@ MAX_FAILURES = 3
 CARRY_CHARS = 4000  # unseen tool output carried into the new context, per result
 
 
+@dataclass
+class AutoGate:
+    """Failed auto compactions in a row, and whether auto is paused because of them.
+
+    Outlives the agent's thread: a restarted thread keeps a failing summariser paused
+    (a restarted process tries again).
+    """
+
+    failures: int = 0
+    paused: bool = False
+
+
 class Compactor:
-    """The three layers for one agent (DESIGN §6)."""
+    """The three layers for one agent (docs/design.md, "Compaction").
+
+    Args:
+        overhead_chars: the system prompt and tool specs, counted into the estimate
+            before the first response of a segment.
+        gate: the auto layer's failure count and pause, when it must outlive this object.
+    """
 
     def __init__(
         self,
@@ -41,18 +60,17 @@ class Compactor:
         model: Model,
         transcripts: TranscriptStore,
         sink: EventSink,
-        identity: Callable[[], str],
         teammates: list[str] | None = None,
         overhead_chars: int = 0,
         summary_max_tokens: int = 4096,
         summary_input_budget: int = 120_000,
         root: Path | None = None,
+        gate: AutoGate | None = None,
     ) -> None:
         self.agent = agent
         self.config = config
         self.transcripts = transcripts
         self.sink = sink
-        self.identity = identity
         self.teammates = teammates or []
         self.overhead_chars = overhead_chars
         self.root = root  # transcript paths are shown relative to the workspace
@@ -64,10 +82,11 @@ class Compactor:
             input_budget_tokens=summary_input_budget,
             on_call=self._record_summary_call,
         )
-        self.failures = 0
-        self.paused = False
-        self.last_transcript: str | None = None
-        self.floor = 0  # estimated size of the last fresh context
+        self.gate = gate or AutoGate()
+
+    @property
+    def paused(self) -> bool:
+        return self.gate.paused
 
     # -- layer 1 -------------------------------------------------------------------------
 
@@ -98,22 +117,36 @@ class Compactor:
     def should_auto(self, history: History) -> bool:
         # After a compaction the context must grow again before the next one: when the
         # fresh context alone is near the threshold, every call would pay for a summary.
-        bar = max(self.config.threshold, self.floor + self.config.threshold // 2)
+        bar = max(self.config.threshold, history.floor + self.config.threshold // 2)
         return (
             self.config.auto
-            and not self.paused
+            and not self.gate.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
             and self.estimate(history) > bar
         )
 
     def compact(
-        self, history: History, *, layer: str, trigger: str, focus: str | None = None
-    ) -> History | None:
-        """Archive, summarise and start a new segment; None (history untouched) on failure."""
+        self,
+        history: History,
+        *,
+        identity: str,
+        layer: str,
+        trigger: str,
+        focus: str | None = None,
+    ) -> Compaction | None:
+        """Archive and summarise the segment; the record that starts the next one.
+
+        Args:
+            identity: the identity block the new context begins with (the summariser
+                reads it too).
+
+        Returns:
+            The `Compaction` record for the caller to append and fold, or None when the
+            summary or the archive failed (the history is untouched, an event says why).
+        """
         start = time.monotonic()
         tokens_before = self.estimate(history)
-        identity = self.identity()
         try:
             summary = self.summariser.summarise(history.messages, identity, focus)
         except SummaryFailed as e:
@@ -126,47 +159,58 @@ class Compactor:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
             return None
         shown = path.relative_to(self.root) if self.root else path
-        self.last_transcript = str(shown)
         first = self._new_context(identity, summary, shown, layer, history)
-        new = History(messages=[first], segment=history.segment + 1)
+        tokens_after = self.estimate(History(messages=[first]))
+        rec = Compaction(
+            layer=layer,
+            first=first,
+            transcript=str(shown),
+            trigger=trigger,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            messages_before=len(history.messages),
+            summary_chars=len(summary),
+        )
         self.micro.reset()
-        self.failures = 0
-        self.floor = self.estimate(new)
-        if self.floor > self.config.threshold:
+        self.gate.failures = 0
+        if tokens_after > self.config.threshold:
             log.warning(
                 "%s: a fresh context is already %d tokens, above the threshold %d; "
                 "auto-compaction waits until it grows by half the threshold",
                 self.agent,
-                self.floor,
+                tokens_after,
                 self.config.threshold,
             )
-        if layer == "manual" and self.paused:
-            self.paused = False
+        if layer == "manual" and self.gate.paused:
+            self.gate.paused = False
             self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
+        self._succeeded(rec, history, time.monotonic() - start)
+        return rec
+
+    def _succeeded(self, rec: Compaction, history: History, duration: float) -> None:
         kept = retention(
             "\n".join(render_block(b) for m in history.messages for b in m.content),
-            first.text(),
+            rec.first.text(),
             self.teammates,
         )
         self.sink.emit(
             CompactionEvent(
                 agent=self.agent,
-                layer=layer,
-                trigger=trigger,
-                tokens_before=tokens_before,
-                tokens_after=self.estimate(new),
-                messages_before=len(history.messages),
-                messages_after=len(new.messages),
-                transcript=str(shown),
-                summary_chars=len(summary),
-                duration_s=time.monotonic() - start,
+                layer=rec.layer,
+                trigger=rec.trigger,
+                tokens_before=rec.tokens_before,
+                tokens_after=rec.tokens_after,
+                messages_before=rec.messages_before,
+                messages_after=1,
+                transcript=rec.transcript,
+                summary_chars=rec.summary_chars,
+                duration_s=duration,
                 retention=kept.overall,
                 retention_tasks=kept.task_ids,
                 retention_names=kept.names,
                 retention_paths=kept.paths,
             )
         )
-        return new
 
     def _new_context(
         self, identity: str, summary: str, transcript: Path, layer: str, history: History
@@ -213,7 +257,7 @@ class Compactor:
         self, history: History, layer: str, trigger: str, tokens: int, duration: float, err: str
     ) -> None:
         if layer == "auto":
-            self.failures += 1
+            self.gate.failures += 1
         self.sink.emit(
             CompactionEvent(
                 agent=self.agent,
@@ -228,13 +272,13 @@ class Compactor:
                 error=err,
             )
         )
-        if layer == "auto" and self.failures >= MAX_FAILURES and not self.paused:
-            self.paused = True
+        if layer == "auto" and self.gate.failures >= MAX_FAILURES and not self.gate.paused:
+            self.gate.paused = True
             log.warning(
                 "%s: auto-compaction paused after %d failed summaries in a row (%s); "
                 "it resumes after a manual compact or a restart",
                 self.agent,
-                self.failures,
+                self.gate.failures,
                 err,
             )
             self.sink.emit(AgentEvent(self.agent, "auto_paused", err))

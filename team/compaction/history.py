@@ -1,9 +1,10 @@
-"""One agent's live context: the messages of the current segment plus token accounting."""
+"""One agent's live context, and the one fold that builds it from records."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from team.compaction.records import AssistantTurn, Compaction, Note, Record, UserTurn
 from team.conversation import Message, append_user
 from team.llm.base import Usage
 
@@ -15,13 +16,39 @@ class History:
     The stored messages always hold full text; micro-compaction only changes the view
     sent to the model. `usage_tokens` is the context size the last response reported,
     and `usage_index` how many messages that covered, so the estimate only has to count
-    what was appended since.
+    what was appended since. `floor` is the estimated size of the segment's fresh
+    context (0 before the first compaction).
     """
 
     messages: list[Message] = field(default_factory=list)
     usage_tokens: int | None = None
     usage_index: int = 0
     segment: int = 0
+    floor: int = 0
+
+    @classmethod
+    def of(cls, records) -> History:
+        """The history that `records` build, folded in order."""
+        history = cls()
+        for rec in records:
+            history.apply(rec)
+        return history
+
+    def apply(self, rec: Record) -> None:
+        """Fold one record in: the only way a conversation changes, live, at resume
+        and in replay alike."""
+        if isinstance(rec, UserTurn):
+            append_user(self.messages, *rec.blocks)
+        elif isinstance(rec, AssistantTurn):
+            self.append_response(rec.message, rec.usage)
+        elif isinstance(rec, Compaction):
+            self.messages = [rec.first]
+            self.usage_tokens = None
+            self.usage_index = 0
+            self.segment += 1
+            self.floor = rec.tokens_after
+        elif not isinstance(rec, Note):
+            raise TypeError(f"not a record: {rec!r}")
 
     def append_user(self, *blocks) -> None:
         append_user(self.messages, *blocks)

@@ -23,11 +23,12 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import ValidationError
 
 from team.mailbox.message import MailMessage
+from team.mailbox.waker import Waker, make_waker
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +59,6 @@ class Entry:
     key: str
     path: Path
     status: Status
-
-
-class Mailbox(Protocol):
-    """What an agent needs from its inbox; `MaildirMailbox` is the one on disk."""
-
-    def done(self, claimed: Claimed) -> None: ...
-    def pending(self) -> list[MailMessage]: ...
-    def has_pending(self) -> bool: ...
 
 
 class _Clock:
@@ -354,3 +347,18 @@ class MaildirMailbox:
                     yield Entry(e.name[: -len(DONE_SUFFIX)], Path(e.path), "done")
                 else:
                     yield Entry(e.name, Path(e.path), "pending")
+
+
+class MaildirInboxes:
+    """Every agent's `MaildirMailbox` under one folder (`.team/inbox/`): `Inboxes`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def inbox(self, agent: str) -> MaildirMailbox:
+        return MaildirMailbox(self.root / agent)
+
+    def waker(self, agent: str, stop: threading.Event) -> Waker:
+        new = self.inbox(agent).new_dir
+        new.mkdir(parents=True, exist_ok=True)  # watchfiles needs the folder to exist
+        return make_waker([new], stop)

@@ -83,6 +83,16 @@ def _using(ws: Workspace, config: TeamConfig, backend: Backend | None) -> Iterat
         opened.close()
 
 
+def shutdown_request(to: str, sender: str = "user") -> MailMessage:
+    """The message that asks `to` to stop after its current step."""
+    return MailMessage(
+        type="shutdown_request",
+        sender=sender,
+        to=to,
+        content="Please stop after your current step.",
+    )
+
+
 def request_shutdown(
     ws: Workspace, to: str, sender: str = "user", *, backend: Backend | None = None
 ) -> MailMessage:
@@ -91,12 +101,7 @@ def request_shutdown(
     Args:
         backend: where the agent's inbox lives (None: the files under `ws`).
     """
-    msg = MailMessage(
-        type="shutdown_request",
-        sender=sender,
-        to=to,
-        content="Please stop after your current step.",
-    )
+    msg = shutdown_request(to, sender)
     if backend is None:
         MaildirMailbox(ws.inbox_dir(to)).deliver(msg)
     else:

@@ -1,4 +1,4 @@
-"""Waking an inbox's reader when mail lands (DESIGN §7).
+"""Waking an inbox's reader when mail lands (docs/design.md, "Inboxes").
 
 A wake-up is only a hint: events coalesce and inotify can overflow, so callers rescan
 `new/` after every event *and* every timeout (see `wait_for_mail`). That makes lost
@@ -12,11 +12,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Protocol
 
 import watchfiles
 
-from team.mailbox.maildir import MaildirMailbox
+from team.mailbox.base import Mailbox, Waker
 
 log = logging.getLogger(__name__)
 
@@ -30,18 +29,6 @@ POLL_DELAY_MS = 50
 """Stat-polling interval when polling is forced (network and container filesystems)."""
 ARM_TIMEOUT_S = 5.0
 """How long the constructor waits for the watch to be established before giving up."""
-
-
-class Waker(Protocol):
-    def wait(self, timeout: float) -> bool:
-        """Block until a file event, `timeout` seconds, or stop.
-
-        Returns:
-            True when a file event arrived, False on timeout or stop.
-        """
-        ...
-
-    def close(self) -> None: ...
 
 
 class PollingWaker(Waker):
@@ -185,7 +172,7 @@ def make_waker(
 
 
 def wait_for_mail(
-    mailbox: MaildirMailbox,
+    mailbox: Mailbox,
     waker: Waker,
     stop: threading.Event,
     timeout: float,

@@ -12,7 +12,6 @@ Anthropic's 5-minute cache prices) as the simulated prompt cache bills them.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -22,6 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from team.agents.session import read_records
+from team.compaction.records import UserTurn
+from team.conversation import ToolResultBlock
 from team.errors import UserError
 from team.study.stats import Rows, compute, context_tokens, load
 from team.study.workload import Workload, prepare
@@ -123,11 +125,10 @@ def tool_output_chars(ws: Workspace, agents: list[str]) -> int:
         path = ws.session_log(agent)
         if not path.is_file():
             continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line) if line.strip() else {}
-            if rec.get("t") == "user":
-                results = [b for b in rec["blocks"] if b.get("type") == "tool_result"]
-                total += sum(len(b.get("content", "")) for b in results)
+        for rec in read_records(path):
+            if isinstance(rec, UserTurn):
+                results = [b for b in rec.blocks if isinstance(b, ToolResultBlock)]
+                total += sum(len(b.content) for b in results)
     return total
 
 

@@ -24,7 +24,6 @@ a recorded `compact` that failed still compacts here.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import deque
@@ -32,23 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from team.agents.identity import identity_block
-from team.agents.loop import Agent, StepFailed
-from team.agents.session import SessionLog
+from team.agents.build import Parts, build_agent
+from team.agents.loop import StepFailed
+from team.agents.session import SessionLogError, read_records
 from team.agents.tools import ToolResult
-from team.compaction.compactor import Compactor
-from team.compaction.transcripts import TranscriptStore
+from team.compaction.records import AssistantTurn, Record, UserTurn
 from team.config import CompactionConfig, ConfigError, TeamConfig, parse_config
-from team.conversation import Block, Message, TextBlock, ToolResultBlock, block_from_dict
+from team.conversation import Block, Message, TextBlock, ToolResultBlock
 from team.errors import UserError
 from team.events import EventSink
 from team.llm.base import ModelError, ModelRequest
 from team.llm.sim import SimModel
-from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import PollingWaker
 from team.study.experiment import Outcome, outcome, tool_output_chars
 from team.study.stats import load
-from team.tasks import TaskBoard
 from team.workspace import Workspace
 
 TASK_MAIL_RE = re.compile(
@@ -56,7 +52,6 @@ TASK_MAIL_RE = re.compile(
 )
 CLAIMED_RE = re.compile(r"^(?:You )?claimed (?:open )?task #(\d+): ([^\n]*)", re.M)
 COMPLETED_RE = re.compile(r"^completed task #(\d+)")
-RECORD_KINDS = ("user", "assistant", "compaction", "note")
 
 
 class ReplayError(UserError):
@@ -68,13 +63,13 @@ class Recording:
     """A recorded team: its config and each agent's session records, in order."""
 
     config: TeamConfig
-    sessions: dict[str, list[dict[str, Any]]]
+    sessions: dict[str, list[Record]]
     source: str
 
     def turns(self) -> dict[str, list[Message]]:
         """Every agent's recorded assistant messages, in order."""
         return {
-            name: [Message.from_dict(r["message"]) for r in recs if r.get("t") == "assistant"]
+            name: [r.message for r in recs if isinstance(r, AssistantTurn)]
             for name, recs in self.sessions.items()
         }
 
@@ -122,25 +117,12 @@ def _config_near(path: Path, name: str) -> TeamConfig:
         ) from None
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    records = []
+def _records(path: Path) -> list[Record]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReplayError(f"{path}: cannot read: {e}") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            if n == len(lines):
-                continue  # a crash can cut the last line short; the loader drops it too
-            raise ReplayError(f"{path}:{n}: not a JSON record") from None
-        if not isinstance(rec, dict) or rec.get("t") not in RECORD_KINDS:
-            raise ReplayError(f"{path}:{n}: not a session record")
-        records.append(rec)
-    if not any(r["t"] == "assistant" for r in records):
+        records = list(read_records(path, strict=True))
+    except SessionLogError as e:
+        raise ReplayError(str(e)) from None
+    if not any(isinstance(r, AssistantTurn) for r in records):
         raise ReplayError(f"{path}: no model replies recorded, nothing to replay")
     return records
 
@@ -180,8 +162,11 @@ class _NoTools:
 
 
 @dataclass
-class _Tasks:
-    """The agent's tasks as the log shows them, for the identity block."""
+class _LogBoard:
+    """The agent's tasks as the log shows them: the board its identity block names.
+
+    Only what the replayed steps ask of a board; replay claims and completes nothing.
+    """
 
     subjects: dict[int, str] = field(default_factory=dict)
     done: set[int] = field(default_factory=set)
@@ -196,8 +181,11 @@ class _Tasks:
             for m in (*TASK_MAIL_RE.finditer(text), *CLAIMED_RE.finditer(text)):
                 self.subjects.setdefault(int(m[1]), m[2].strip())
 
-    def open(self) -> list[Any]:
+    def open_for(self, agent: str) -> list[Any]:
         return [_Task(t, s) for t, s in sorted(self.subjects.items()) if t not in self.done]
+
+    def claim_next(self, agent: str) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -228,51 +216,30 @@ def replay_agent(
     Raises:
         ReplayError: the log is not a conversation the API would accept.
     """
-    team = recording.config
-    cfg = team.agent(name)
-    stop = threading.Event()
-    tasks = _Tasks()
-    compactor = Compactor(
-        agent=name,
-        config=compaction,
-        model=model,
-        transcripts=TranscriptStore(ws.transcripts_dir(name)),
-        sink=sink,
-        identity=lambda: identity_block(cfg, team, tasks.open()),
-        teammates=[a for a in team.names() if a != name],
-        root=ws.root,
+    tasks = _LogBoard()
+    parts = Parts(
+        ws=ws, config=recording.config, model=model, sink=sink, board=tasks, fsync=False
+    )  # type: ignore[arg-type]  (a board of what the log shows)
+    agent = build_agent(
+        parts,
+        name,
+        compaction=compaction,
+        toolbox=_NoTools(),
+        waker=PollingWaker(parts.stop),
     )
-    agent = Agent(
-        config=cfg,
-        team=team,
-        model=model,
-        mailbox=MaildirMailbox(ws.inbox_dir(name)),
-        board=TaskBoard(ws.tasks_dir),
-        toolbox=_NoTools(),  # type: ignore[arg-type]
-        compactor=compactor,
-        session=SessionLog(ws.session_log(name), fsync=False),
-        sink=sink,
-        waker=PollingWaker(stop),
-        stop=stop,
-    )
-    # as the runtime does: the system prompt and tools count towards the first estimate
-    tools_chars = sum(len(json.dumps(t.to_api())) for t in agent.tools)
-    compactor.overhead_chars = len(agent.system) + tools_chars
     steps = 0
     compact_focus: dict[str, str | None] = {}  # tool_use id of a pending `compact` -> focus
     try:
         for rec in recording.sessions[name]:
-            if rec["t"] == "user":
-                blocks = [block_from_dict(b) for b in rec["blocks"]]
-                agent.session.user(blocks, rec.get("inbox", []))
-                agent.history.append_user(*blocks)
-                tasks.see(blocks)
-                answered = [b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)]
+            if isinstance(rec, UserTurn):
+                agent.record(rec)
+                tasks.see(list(rec.blocks))
+                answered = [b.tool_use_id for b in rec.blocks if isinstance(b, ToolResultBlock)]
                 if any(i in compact_focus for i in answered):
                     focus = next(compact_focus[i] for i in answered if i in compact_focus)
                     compact_focus.clear()
                     agent.compact("manual", "tool", focus)
-            elif rec["t"] == "assistant":
+            elif isinstance(rec, AssistantTurn):
                 uses = agent.step()
                 steps += 1
                 compact_focus = {

@@ -1,0 +1,106 @@
+"""The one place an agent is put together: `team up`, `team experiment` and replay.
+
+Everything an agent needs is decided here, before the agent exists, so nothing is
+patched afterwards: the system prompt and tool specs are built first because the
+compactor counts them into its estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+from team.agents.identity import system_prompt
+from team.agents.loop import Agent, Tools
+from team.agents.session import SessionLog
+from team.agents.tools import Toolbox, tool_specs
+from team.board import Board
+from team.compaction.compactor import AutoGate, Compactor
+from team.compaction.transcripts import TranscriptStore
+from team.config import CompactionConfig, TeamConfig
+from team.events import EventSink
+from team.llm.base import Model, ToolSpec
+from team.mailbox.base import Inboxes, Waker
+from team.mailbox.maildir import MaildirInboxes
+from team.workspace import Workspace
+
+
+@dataclass
+class Parts:
+    """What a team shares between its agents (and across an agent's restarts)."""
+
+    ws: Workspace
+    config: TeamConfig
+    model: Model
+    sink: EventSink
+    board: Board
+    stop: threading.Event = field(default_factory=threading.Event)
+    inboxes: Inboxes | None = None  # default: the Maildir inboxes under .team/inbox/
+    fsync: bool = True
+    poll_s: float = 0.5
+    started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.inboxes is None:
+            self.inboxes = MaildirInboxes(self.ws.inbox_root)
+
+
+def overhead_chars(system: str, tools: list[ToolSpec]) -> int:
+    """What every request carries besides the messages: counted into the estimate."""
+    return len(system) + sum(len(json.dumps(t.to_api())) for t in tools)
+
+
+def build_agent(
+    parts: Parts,
+    name: str,
+    *,
+    compaction: CompactionConfig | None = None,
+    gate: AutoGate | None = None,
+    toolbox: Tools | None = None,
+    waker: Waker | None = None,
+) -> Agent:
+    """Build agent `name` of `parts.config`, ready to `run()` (it resumes from its log).
+
+    Args:
+        compaction: the agent's settings (default: team.toml's for it).
+        gate: the auto layer's failure state, to carry over a thread restart.
+        toolbox: the tools (default: the real `Toolbox`; replay passes one that runs none).
+        waker: how the idle agent waits for mail (default: its inbox's waker).
+    """
+    config = parts.config
+    cfg = config.agent(name)
+    system = system_prompt(cfg, config)
+    tools = tool_specs()
+    compactor = Compactor(
+        agent=name,
+        config=compaction or config.compaction_for(name),
+        model=parts.model,
+        transcripts=TranscriptStore(parts.ws.transcripts_dir(name)),
+        sink=parts.sink,
+        teammates=[a for a in config.names() if a != name],
+        overhead_chars=overhead_chars(system, tools),
+        root=parts.ws.root,
+        gate=gate,
+    )
+    if toolbox is None:
+        toolbox = Toolbox(parts.ws, name, config, parts.board, sink=parts.sink, stop=parts.stop)
+    assert parts.inboxes is not None
+    return Agent(
+        config=cfg,
+        team=config,
+        system=system,
+        tools=tools,
+        model=parts.model,
+        inboxes=parts.inboxes,
+        board=parts.board,
+        toolbox=toolbox,
+        compactor=compactor,
+        session=SessionLog(parts.ws.session_log(name), fsync=parts.fsync),
+        sink=parts.sink,
+        waker=waker or parts.inboxes.waker(name, parts.stop),
+        stop=parts.stop,
+        started_at=parts.started_at,
+        poll_s=parts.poll_s,
+    )
