@@ -32,7 +32,9 @@ def test_a_sim_team_finishes_work_assigned_before_and_during_the_run(tmp_path):
     ws = make_workspace(tmp_path / "ws", "sim")
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     assign(ws, "--any", "Count the lines of every Python file under src/")
-    proc = start_up(ws, {}, "--sim-latency", "0.02")
+    # slow enough that alice's task outlasts the two CLI calls below on a busy machine:
+    # mail that lands after the team stopped waits for the next `team up`
+    proc = start_up(ws, {}, "--sim-latency", "0.25")
     wait_for(lambda: ws.events_db.exists(), what="the team to start")
     assign(ws, "bob", "Check tests/test_inventory.py covers every function")
     r = run_team("broadcast", "Standup in five minutes", "--dir", str(ws.root))
