@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 import sim_responder
@@ -49,26 +50,51 @@ def tool_results_sent(api: FakeMessagesAPI) -> list[str]:
     ]
 
 
-def run_full_team(tmp_path, api):
+class HeldResponder:
+    """The simulator's answers, held after the first `n` calls until `release()`, so work
+    sent "while the team is up" lands before the team can finish, however busy the
+    machine (mail that arrives after a team stopped waits for the next `team up`)."""
+
+    def __init__(self, n: int = 5) -> None:
+        self.n = n
+        self.calls = 0
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+
+    def __call__(self, body: dict) -> dict:
+        with self._lock:
+            self.calls += 1
+            held = self.calls > self.n
+        if held:
+            self._open.wait(60)
+        return sim_responder.respond(body)
+
+    def release(self) -> None:
+        self._open.set()
+
+
+def run_full_team(tmp_path, api, held: HeldResponder):
     ws = make_workspace(tmp_path / "ws", MODEL)
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     assign(ws, "bob", "Check tests/test_inventory.py covers every function")
     assign(ws, "--any", "Count the lines of every Python file under src/")
     proc = start_up(ws, api_env(api))
-    wait_for(lambda: len(api.requests) >= 5, what="the team to start calling the model")
+    wait_for(lambda: held.calls >= held.n, what="the team to start calling the model")
     # work that arrives while the team is up
     assign(ws, "carol", "Read docs/notes.md and summarise the open questions")
     assign(ws, "--any", "Find every TODO in the project")
     r = run_team("send", "bob", "Please also look at src/pricing.py", "--dir", str(ws.root))
     assert r.returncode == 0, r.stderr
+    held.release()
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err
     return ws, out, err
 
 
 def test_a_three_agent_team_through_the_sdk(tmp_path):
-    with FakeMessagesAPI(sim_responder.respond) as api:
-        ws, out, err = run_full_team(tmp_path, api)
+    held = HeldResponder()
+    with FakeMessagesAPI(held) as api:
+        ws, out, err = run_full_team(tmp_path, api, held)
         assert api.rejections == [], [c.error for c in api.rejections]
         assert "Traceback" not in err
         sent = tool_results_sent(api)
@@ -88,8 +114,9 @@ def test_a_three_agent_team_through_the_sdk(tmp_path):
 
 
 def test_the_team_finishes_when_a_fifth_of_calls_fail(tmp_path):
-    with FakeMessagesAPI(sim_responder.respond, failure_rate=0.2, seed=7) as api:
-        ws, _, _ = run_full_team(tmp_path, api)
+    held = HeldResponder()
+    with FakeMessagesAPI(held, failure_rate=0.2, seed=7) as api:
+        ws, _, _ = run_full_team(tmp_path, api, held)
         injected = sum(1 for c in api.calls if c.injected)
         assert api.rejections == [] or all(c.injected for c in api.rejections)
     assert injected >= 10
