@@ -118,6 +118,7 @@ def experiment(
 def _own_recording(path: Path) -> bool:
     """One of our sim-recorded workspaces, or a session log inside one (not an imported
     workspace, and not a log copied elsewhere: that goes through the readers)."""
+    from team.compaction.records import KINDS
     from team.sessions.workspace import import_path
     from team.workspace import Workspace
 
@@ -129,6 +130,6 @@ def _own_recording(path: Path) -> bool:
     try:
         with path.open(encoding="utf-8") as f:
             first = f.readline()
-        return json.loads(first).get("t") in ("user", "assistant", "compaction", "note")
+        return json.loads(first).get("t") in KINDS
     except (OSError, ValueError, AttributeError):
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from team.conversation import Message, block_from_dict
+from team.compaction.records import KINDS, AssistantTurn, Compaction, UserTurn, record_from_dict
 from team.sessions.model import (
     AgentLog,
     CompactionMark,
@@ -17,7 +17,6 @@ from team.sessions.model import (
 )
 
 FORMAT = "team"
-KINDS = ("user", "assistant", "compaction", "note")
 
 
 def looks_like(lines: list[tuple[int, dict[str, Any]]]) -> bool:
@@ -29,39 +28,28 @@ def agent_log(
 ) -> AgentLog:
     agent = AgentLog(name)
     for n, o in lines:
-        kind = o.get("t")
         try:
-            if kind == "user":
-                blocks = [block_from_dict(b) for b in o["blocks"]]
-                last = agent.turns[-1] if agent.turns else None
-                if last is not None and last.role == "user":
-                    last.blocks.extend(blocks)
-                else:
-                    agent.turns.append(Turn("user", blocks, n, o.get("at")))
-            elif kind == "assistant":
-                msg = Message.from_dict(o["message"])
-                u = o.get("usage") or {}
-                usage = RecordedUsage(
-                    int(u.get("input_tokens", 0)),
-                    int(u.get("cache_read_tokens", 0)),
-                    int(u.get("cache_write_tokens", 0)),
-                    int(u.get("output_tokens", 0)),
-                )
-                agent.turns.append(Turn("assistant", list(msg.content), n, o.get("at"), usage))
-            elif kind == "compaction":
-                first = Message.from_dict(o["first"])
-                agent.compactions.append(
-                    CompactionMark(
-                        len(agent.turns), str(o.get("layer", "")), None, first.chars(), n
-                    )
-                )
-                report.kept["compactions"] += 1
-            elif kind not in KINDS:
-                raise LogError(path, n, "not a session record")
+            rec = record_from_dict(o)
         except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, LogError):
-                raise
             raise LogError(path, n, f"not a session record ({e})") from None
+        if isinstance(rec, UserTurn):
+            last = agent.turns[-1] if agent.turns else None
+            if last is not None and last.role == "user":
+                last.blocks.extend(rec.blocks)
+            else:
+                agent.turns.append(Turn("user", list(rec.blocks), n, o.get("at")))
+        elif isinstance(rec, AssistantTurn):
+            u = rec.usage
+            usage = RecordedUsage(
+                u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens
+            )
+            turn = Turn("assistant", list(rec.message.content), n, o.get("at"), usage)
+            agent.turns.append(turn)
+        elif isinstance(rec, Compaction):
+            agent.compactions.append(
+                CompactionMark(len(agent.turns), rec.layer, None, rec.first.chars(), n)
+            )
+            report.kept["compactions"] += 1
     report.kept["replies"] += len(agent.replies())
     return agent
 

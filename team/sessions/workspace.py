@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from team.agents.session import SessionLog
+from team.compaction.records import AssistantTurn, UserTurn
 from team.config import render_config
 from team.errors import UserError
 from team.llm.base import Usage
@@ -47,9 +48,9 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         try:
             for t in a.turns:
                 if t.role == "user":
-                    log.user(t.blocks)
+                    log.append(UserTurn(tuple(t.blocks)))
                 else:
-                    log.assistant(t.message(), _usage(t.usage))
+                    log.append(AssistantTurn(t.message(), _usage(t.usage)))
         finally:
             log.close()
     meta = {
