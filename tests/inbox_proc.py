@@ -1,13 +1,13 @@
 """A reader or writer process for the inbox contract tests, against either backend.
 
-    inbox_proc.py WORKSPACE SPEC read AGENT SESSION_LOG [--die-at claimed|recorded|ack:K]
+    inbox_proc.py WORKSPACE SPEC read AGENT [--die-at claimed|recorded|ack:K]
     inbox_proc.py WORKSPACE SPEC write AGENT SENDER COUNT [--go FILE]
 
-`read` takes the inbox into a session log the way an agent does (team.agents.intake with
-a real SessionLog: receive, record, ack), prints "ready" once the log is loaded, takes
-mail until the inbox is empty and prints "drained". Tests kill it with SIGKILL at random
-points and start it again; `--die-at` makes it kill itself (SIGKILL) at one exact point:
-after claiming, after recording, or after acknowledging K messages. `write` waits for
+`read` is a real agent (built by `team.agents.build`) taking its inbox into its session
+log with `Agent.take_inbox` (receive, record, ack): it prints "ready" once the log is
+loaded, takes mail until the inbox is empty and prints "drained". `--die-at` makes it
+kill itself (SIGKILL) at one exact point: after claiming, after recording (before the
+first acknowledgement), or after acknowledging K messages. `write` waits for
 FILE (so all writers start together), then delivers COUNT messages whose `seq` counts up
 from 0.
 """
@@ -23,11 +23,12 @@ from pathlib import Path
 
 from tiers import Tier
 
-from team.agents.intake import Intake
-from team.agents.session import SessionLog
-from team.conversation import TextBlock
+from team.agents.build import Parts, build_agent
 from team.events import MemorySink
+from team.llm.scripted import ScriptedModel
 from team.mailbox.message import MailMessage
+from team.mailbox.waker import PollingWaker
+from team.tasks import TaskBoard
 
 
 def die() -> None:
@@ -35,40 +36,61 @@ def die() -> None:
 
 
 class DyingInbox:
-    """The real inbox, killed -9 after its K-th acknowledgement."""
+    """The real inbox; the process is killed -9 at the chosen point of a drain."""
 
-    def __init__(self, box, acks: int) -> None:
+    def __init__(self, box, die_at: str | None) -> None:
         self.box = box
-        self.left = acks
+        self.die_at = die_at or ""
+        self.acks = int(self.die_at[4:]) if self.die_at.startswith("ack:") else -1
+
+    def receive(self):
+        claims = self.box.receive()
+        if claims and self.die_at == "claimed":
+            die()
+        return claims
 
     def done(self, claimed, **kw) -> None:
+        if self.die_at == "recorded":
+            die()  # the agent records before its first acknowledgement
         self.box.done(claimed, **kw)
-        self.left -= 1
-        if self.left == 0:
+        self.acks -= 1
+        if self.acks == 0:
             die()
 
     def __getattr__(self, name: str):
         return getattr(self.box, name)
 
 
-def read(tier: Tier, agent: str, log: Path, die_at: str | None) -> None:
-    box = tier.box(agent)
-    if die_at and die_at.startswith("ack:"):
-        box = DyingInbox(box, int(die_at[4:]))
-    session = SessionLog(log)
-    session.load()
-    intake = Intake(agent, box, session, MemorySink(), started_at=time.time())
+class DyingBackend:
+    """The tier's backend, with `agent`'s inbox wrapped in a `DyingInbox`."""
+
+    def __init__(self, backend, agent: str, die_at: str | None) -> None:
+        self.backend = backend
+        self.box = DyingInbox(backend.mailbox(agent), die_at)
+        self.agent = agent
+
+    def mailbox(self, agent: str):
+        return self.box if agent == self.agent else self.backend.mailbox(agent)
+
+    def waker(self, agent: str, stop):
+        return PollingWaker(stop)
+
+
+def read(tier: Tier, agent: str, die_at: str | None) -> None:
+    parts = Parts(
+        ws=tier.ws,
+        config=tier.config,
+        model=ScriptedModel(),
+        sink=MemorySink(),
+        board=TaskBoard(tier.ws.tasks_dir),
+        inboxes=DyingBackend(tier.open(), agent, die_at),
+    )
+    reader = build_agent(parts, agent)
+    reader.resume()
     print("ready", flush=True)
-    while box.has_pending():
-        messages = intake.receive()
-        if die_at == "claimed":
-            die()
-        # the same three steps as the agent: record (fsync), then acknowledge
-        session.user([TextBlock(m.content) for m in messages], [m.id for m in messages])
-        if die_at == "recorded":
-            die()
-        intake.ack()
-    session.close()
+    while reader.mailbox.has_pending():
+        reader.take_inbox()
+    reader.session.close()
     print("drained", flush=True)
 
 
@@ -93,7 +115,6 @@ def main() -> None:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("read")
     r.add_argument("agent")
-    r.add_argument("log", type=Path)
     r.add_argument("--die-at")
     w = sub.add_parser("write")
     w.add_argument("agent")
@@ -103,7 +124,7 @@ def main() -> None:
     args = p.parse_args()
     tier = Tier(args.spec, args.root)
     if args.cmd == "read":
-        read(tier, args.agent, args.log, args.die_at)
+        read(tier, args.agent, args.die_at)
     else:
         write(tier, args.agent, args.sender, args.count, args.go)
     sys.exit(0)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from pathlib import Path
 
 from team.agents.build import Parts, build_agent
+from team.backends.base import FilesBackend
 from team.config import parse_config
 from team.events import MemorySink
 from team.llm.scripted import ScriptedModel
-from team.mailbox.maildir import MaildirInboxes, MaildirMailbox
+from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import PollingWaker
 from team.tasks import TaskBoard
 from team.workspace import Workspace
@@ -56,13 +56,13 @@ class DyingMailbox:
         return getattr(self.box, name)
 
 
-class DyingInboxes(MaildirInboxes):
-    def __init__(self, root: Path, kill_at: str | None) -> None:
-        super().__init__(root)
+class DyingInboxes(FilesBackend):
+    def __init__(self, ws: Workspace, kill_at: str | None) -> None:
+        super().__init__(ws)
         self.kill_at = kill_at
 
-    def inbox(self, agent: str):
-        box = super().inbox(agent)
+    def mailbox(self, agent: str):
+        box = super().mailbox(agent)
         return DyingMailbox(box, self.kill_at) if agent == "alice" else box
 
 
@@ -76,7 +76,7 @@ def main() -> None:
         model=ScriptedModel(),
         sink=MemorySink(),
         board=TaskBoard(ws.tasks_dir),
-        inboxes=DyingInboxes(ws.inbox_root, kill_at),
+        inboxes=DyingInboxes(ws, kill_at),
     )
     agent = build_agent(parts, "alice", waker=PollingWaker(parts.stop))
     agent.resume()

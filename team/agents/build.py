@@ -16,6 +16,7 @@ from team.agents.identity import system_prompt
 from team.agents.loop import Agent, Tools
 from team.agents.session import SessionLog
 from team.agents.tools import Toolbox, tool_specs
+from team.backends.base import FilesBackend
 from team.board import Board
 from team.compaction.compactor import AutoGate, Compactor
 from team.compaction.transcripts import TranscriptStore
@@ -23,7 +24,6 @@ from team.config import CompactionConfig, TeamConfig
 from team.events import EventSink
 from team.llm.base import Model, ToolSpec
 from team.mailbox.base import Inboxes, Waker
-from team.mailbox.maildir import MaildirInboxes
 from team.workspace import Workspace
 
 
@@ -38,13 +38,14 @@ class Parts:
     board: Board
     stop: threading.Event = field(default_factory=threading.Event)
     inboxes: Inboxes | None = None  # default: the Maildir inboxes under .team/inbox/
+    """The team's inboxes: a `team.backends.base` backend."""
     fsync: bool = True
     poll_s: float = 0.5
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         if self.inboxes is None:
-            self.inboxes = MaildirInboxes(self.ws.inbox_root)
+            self.inboxes = FilesBackend(self.ws)
 
 
 def overhead_chars(system: str, tools: list[ToolSpec]) -> int:

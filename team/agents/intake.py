@@ -31,7 +31,7 @@ class Intake:
     ) -> None:
         self.agent = agent
         self.inboxes = inboxes
-        self.mailbox = inboxes.inbox(agent)
+        self.mailbox = inboxes.mailbox(agent)
         self.session = session
         self.sink = sink
         self.started_at = started_at
@@ -94,6 +94,6 @@ class Intake:
             content=f"{self.agent} stopped after finishing its step.",
             request_id=msg.id,
         )
-        self.inboxes.inbox(msg.sender).deliver(reply)
+        self.inboxes.mailbox(msg.sender).deliver(reply)
         self.sink.emit(DeliveryEvent(msg.sender, self.agent, reply.id, "sent", "shutdown_response"))
         self.mailbox.done(claimed)

@@ -86,7 +86,7 @@ class Agent:
         self.name = config.name
         self.team = team
         self.model = model
-        self.mailbox = inboxes.inbox(config.name)
+        self.mailbox = inboxes.mailbox(config.name)
         self.board = board
         self.toolbox = toolbox
         self.compactor = compactor

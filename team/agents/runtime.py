@@ -126,7 +126,7 @@ class Runtime:
             return
         self._stopping = True
         for name in self.alive():
-            self.inboxes.inbox(name).deliver(shutdown_request(name, sender))
+            self.inboxes.mailbox(name).deliver(shutdown_request(name, sender))
 
     def is_idle(self) -> bool:
         """Every agent idle, every inbox empty and no task open."""
@@ -135,7 +135,7 @@ class Runtime:
             # a stopped agent takes on nothing more: it counts as idle
             if agent is None or agent.status.state not in ("idle", "stopped"):
                 return False
-            if self.inboxes.inbox(name).has_pending():
+            if self.inboxes.mailbox(name).has_pending():
                 return False
         return self.board.all_done()
 
@@ -199,7 +199,7 @@ class Runtime:
         for name in self.config.names():
             agent = self.agents.get(name)
             st = asdict(agent.status) if agent else {"state": "starting"}
-            st["pending"] = self.inboxes.inbox(name).pending_count()
+            st["pending"] = self.inboxes.mailbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             agents[name] = st
         return {"pid": os.getpid(), "updated": time.time(), "agents": agents}

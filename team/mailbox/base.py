@@ -1,7 +1,8 @@
 """The seams an agent reaches its inbox through, so another backend can stand in.
 
-`MaildirMailbox` (team.mailbox.maildir) is the one on disk; a Redis inbox implements the
-same two protocols. The agent, its intake and the runtime use only these.
+`MaildirMailbox` (team.mailbox.maildir) is the one on disk, `RedisMailbox` the one on a
+Redis server; `team.backends.base` holds the `Inboxes` of each (`FilesBackend`,
+`RedisBackend`). The agent, its intake and the runtime use only these protocols.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Mailbox(Protocol):
 class Inboxes(Protocol):
     """Every inbox of one team, by agent name (`user` included)."""
 
-    def inbox(self, agent: str) -> Mailbox: ...
+    def mailbox(self, agent: str) -> Mailbox: ...
 
     def waker(self, agent: str, stop: threading.Event) -> Waker:
         """Wakes the owner when mail may have arrived (a hint: it rescans)."""

@@ -28,7 +28,6 @@ from typing import Literal
 from pydantic import ValidationError
 
 from team.mailbox.message import MailMessage
-from team.mailbox.waker import Waker, make_waker
 
 log = logging.getLogger(__name__)
 
@@ -348,17 +347,3 @@ class MaildirMailbox:
                 else:
                     yield Entry(e.name, Path(e.path), "pending")
 
-
-class MaildirInboxes:
-    """Every agent's `MaildirMailbox` under one folder (`.team/inbox/`): `Inboxes`."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-
-    def inbox(self, agent: str) -> MaildirMailbox:
-        return MaildirMailbox(self.root / agent)
-
-    def waker(self, agent: str, stop: threading.Event) -> Waker:
-        new = self.inbox(agent).new_dir
-        new.mkdir(parents=True, exist_ok=True)  # watchfiles needs the folder to exist
-        return make_waker([new], stop)
