@@ -74,6 +74,8 @@ class AgentConfig(BaseModel):
     """This agent's sandbox mode, when it differs from [team] sandbox."""
     network: bool | None = None
     """Network access for this agent's commands, when it differs from [team] network."""
+    plan_approval: bool = False
+    """Submit a plan (`submit_plan`) for each task and wait for it to be approved."""
 
     @field_validator("name")
     @classmethod
@@ -113,10 +115,28 @@ class TeamSection(BaseModel):
     lease_seconds: float = Field(15.0, ge=1.0)
     """Redis backend: how long an agent's lease outlives a node that died without a word."""
 
+    lead: str | None = None
+    """The agent that coordinates: it gets `team goal`, idle and task notices, plans."""
+    isolation: Literal["shared", "worktree"] = "shared"
+    """`worktree`: each agent works in its own git worktree (.team/worktrees/<agent>)."""
+
     @field_validator("backend")
     @classmethod
     def _backend_known(cls, v: str) -> str:
         return check_url(v)
+
+
+class HooksConfig(BaseModel):
+    """Shell commands run at points of the team's work, with JSON on stdin (docs/design.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_completed: str | None = None
+    """Runs before a task is marked completed; exit 2 refuses the completion."""
+    teammate_idle: str | None = None
+    """Runs when an agent is about to go idle; exit 2 keeps it working."""
+    timeout: float = Field(60.0, gt=0)
+    """Seconds a hook may run before it is killed (and counted as passed, with a warning)."""
 
 
 class TeamConfig(BaseModel):
@@ -128,6 +148,7 @@ class TeamConfig(BaseModel):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     agents: list[AgentConfig] = Field(min_length=1)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
     def agent(self, name: str) -> AgentConfig:
         for a in self.agents:
@@ -183,6 +204,10 @@ def parse_config(data: dict[str, Any], source: str = CONFIG_FILE) -> TeamConfig:
             err = e.errors()[0]
             where = f"agents[{i}].compaction.{_loc(err['loc'])}"
             raise ConfigError(f"{source}: {where}: {_describe(err)}") from None
+    lead = cfg.team.lead
+    if lead is not None and lead not in seen:
+        known = ", ".join(cfg.names())
+        raise ConfigError(f"{source}: team.lead: {lead!r} is not an agent here (agents: {known})")
     return cfg
 
 

@@ -102,7 +102,8 @@ def test_tasks_json_lists_the_board_in_numeric_order(ws: Path) -> None:
     records = json.loads(r.stdout)
     assert [t["id"] for t in records] == list(range(1, 12))
     assert records[9]["subject"] == "job 10"
-    assert {"id", "subject", "status", "owner", "created_at", "result"} <= set(records[0])
+    wanted = "id subject description status owner blocked_by result created_at completed_at"
+    assert set(wanted.split()) <= set(records[0])
     assert records[0]["owner"] is None and records[1]["owner"] == "alice"
 
 
@@ -113,12 +114,116 @@ def test_tasks_table_and_dir_option(ws: Path, tmp_path: Path) -> None:
     r = team("tasks", "--dir", str(ws), cwd=elsewhere)
     assert r.returncode == 0, r.stderr
     header, row = r.stdout.strip().splitlines()
-    assert header.split() == ["ID", "STATUS", "OWNER", "SUBJECT"]
-    assert row.split()[:3] == ["#1", "pending", "bob"]
-    assert row.endswith("run the tests")
+    assert header.split() == ["ID", "STATUS", "OWNER", "BLOCKED_BY", "SUBJECT", "RESULT"]
+    assert row.split()[:4] == ["#1", "pending", "bob", "-"]
+    assert "run the tests" in row
     # a folder without team.toml is a mistake, not an empty board
     nowhere = team("tasks", cwd=elsewhere)
     assert nowhere.returncode == 1 and "team.toml: no such file" in nowhere.stderr
     (elsewhere / "team.toml").write_text((ws / "team.toml").read_text())
     empty = team("tasks", cwd=elsewhere)
     assert empty.returncode == 0 and empty.stdout.strip() == "no tasks"
+
+
+# -- dependencies, descriptions, and managing tasks -----------------------------------------
+
+
+def board(ws: Path) -> list[dict]:
+    r = team("tasks", "--json", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def one_line_error(r: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_blocked_task_is_delivered_only_once_it_unblocks(ws: Path) -> None:
+    assert team("assign", "alice", "design the schema", cwd=ws).returncode == 0
+    r = team("assign", "bob", "write the api", "--blocked-by", "1", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "task #2 -> bob (blocked by #1); bob is told when it unblocks"
+    assert inbox(ws, "bob") == []
+    records = board(ws)
+    assert (records[1]["status"], records[1]["blocked_by"]) == ("blocked", [1])
+    from team.tasks import TaskBoard
+
+    tb = TaskBoard(ws / ".team" / "tasks")
+    tb.claim(1, "alice")
+    tb.complete(1, "alice", "schema.sql written")
+    # the agent side tells owners when it completes a task; here only the board changed
+    assert board(ws)[1]["status"] == "pending"
+    rows = team("tasks", cwd=ws).stdout.splitlines()
+    assert rows[1].split()[:4] == ["#1", "completed", "alice", "-"]
+    assert rows[1].endswith("schema.sql written")
+    assert rows[2].split()[:4] == ["#2", "pending", "bob", "#1"]
+
+
+def test_description_from_an_option_or_stdin(ws: Path) -> None:
+    r = team("assign", "--any", "fix it", "--description", "in parse.py, line 3", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "team", "assign", "alice", "long one", "--description", "-"],
+        cwd=ws,
+        input="line one\nline two\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    records = board(ws)
+    assert [t["description"] for t in records] == ["in parse.py, line 3", "line one\nline two\n"]
+    [msg] = inbox(ws, "alice")
+    assert msg["content"].startswith("long one") and "line two" in msg["content"]
+    show = team("task", "show", "2", cwd=ws)
+    assert show.returncode == 0 and "line one" in show.stdout and "alice" in show.stdout
+
+
+def test_times_are_unix_seconds(ws: Path) -> None:
+    import time
+
+    before = time.time()
+    team("assign", "--any", "x", cwd=ws)
+    [t] = board(ws)
+    assert before - 5 <= t["created_at"] <= time.time() + 5
+    assert t["completed_at"] is None
+
+
+def test_cancel_reassign_reopen_tell_the_owners(ws: Path) -> None:
+    team("assign", "alice", "refactor", cwd=ws)
+    r = team("task", "reassign", "1", "bob", cwd=ws)
+    assert (r.returncode, r.stdout.strip()) == (0, "task #1 -> bob (was alice)"), r.stderr
+    assert board(ws)[0]["owner"] == "bob"
+    [_, note] = inbox(ws, "alice")
+    assert note["type"] == "notice" and "reassigned to bob" in note["content"]
+    [task_msg] = inbox(ws, "bob")
+    assert (task_msg["type"], task_msg["task_id"]) == ("task", 1)
+    r = team("task", "cancel", "1", cwd=ws)
+    assert (r.returncode, r.stdout.strip()) == (0, "task #1 cancelled"), r.stderr
+    assert "cancelled" in inbox(ws, "bob")[-1]["content"]
+    assert board(ws)[0]["status"] == "cancelled"
+    r = team("task", "reopen", "1", cwd=ws)
+    assert r.returncode == 0 and board(ws)[0]["status"] == "pending"
+    assert inbox(ws, "bob")[-1]["type"] == "task"
+
+
+def test_bad_input_is_one_line_and_changes_nothing(ws: Path) -> None:
+    team("assign", "alice", "a", cwd=ws)
+    team("assign", "bob", "b", "--blocked-by", "1", cwd=ws)
+    before = board(ws)
+    mail = (inbox(ws, "alice"), inbox(ws, "bob"))
+    one_line_error(team("assign", "alice", "c", "--blocked-by", "1,7", cwd=ws), "#7")
+    one_line_error(team("assign", "alice", "c", "--blocked-by", "1,x", cwd=ws), "'x'")
+    one_line_error(team("task", "block", "1", "--by", "2", cwd=ws), "cycle", "#1 -> #2 -> #1")
+    one_line_error(team("task", "reassign", "1", "dave", cwd=ws), "dave")
+    one_line_error(team("task", "reassign", "1", "user", cwd=ws), "user")
+    for cmd in ("show", "cancel", "reopen"):
+        one_line_error(team("task", cmd, "9", cwd=ws), "no task #9")
+    one_line_error(team("task", "reassign", "9", "bob", cwd=ws), "no task #9")
+    one_line_error(team("task", "reopen", "1", cwd=ws), "not finished")
+    assert board(ws) == before
+    assert (inbox(ws, "alice"), inbox(ws, "bob")) == mail

@@ -30,6 +30,10 @@ REFERENCE = {
     "complete_task": ({"task_id", "result"}, {"task_id"}),
     "idle": (set(), set()),
 }
+BOARD_TOOLS = {
+    "create_task": ({"subject", "description", "owner", "blocked_by"}, {"subject"}),
+    "update_task": ({"task_id", "status", "result", "owner", "blocked_by"}, {"task_id"}),
+}
 
 
 @pytest.fixture
@@ -72,9 +76,8 @@ def err(result: ToolResult) -> str:
 
 def test_specs_match_the_reference_names_and_schemas() -> None:
     specs = {s.name: s for s in tool_specs()}
-    assert set(specs) == set(REFERENCE)
-    assert len(tool_specs()) == 12
-    for name, (props, required) in REFERENCE.items():
+    assert set(specs) == set(REFERENCE) | set(BOARD_TOOLS)
+    for name, (props, required) in {**REFERENCE, **BOARD_TOOLS}.items():
         schema = specs[name].input_schema
         assert schema["type"] == "object"
         assert set(schema["properties"]) == props, name
@@ -82,6 +85,25 @@ def test_specs_match_the_reference_names_and_schemas() -> None:
         assert specs[name].description.strip()
         json.dumps(specs[name].to_api())  # what the API gets must be plain JSON
     assert {"compact", "idle", "read_inbox"} == LOOP_TOOLS
+
+
+def test_plan_tools_only_for_who_uses_them() -> None:
+    from team.config import parse_config
+
+    cfg = parse_config(
+        {
+            "team": {"lead": "alice"},
+            "agents": [
+                {"name": "alice", "role": "lead"},
+                {"name": "bob", "role": "coder", "plan_approval": True},
+                {"name": "carol", "role": "qa"},
+            ],
+        }
+    )
+    names = {a: {s.name for s in tool_specs(cfg.agent(a), cfg)} for a in cfg.names()}
+    assert "review_plan" in names["alice"] and "submit_plan" not in names["alice"]
+    assert "submit_plan" in names["bob"] and "review_plan" not in names["bob"]
+    assert not {"submit_plan", "review_plan"} & names["carol"]
 
 
 def test_run_never_raises_on_bad_calls(box: Toolbox) -> None:

@@ -7,23 +7,27 @@ comes back as an `is_error` result with one line the model can act on.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from team.agents import fs_tools
 from team.agents.sandbox import Sandbox
 from team.agents.shell import run_command
-from team.config import TeamConfig
+from team.agents.task_tools import TaskTools, task_specs
+from team.agents.tool_input import ToolInputError, ToolResult, spec, text
+from team.agents.tool_input import need_str as _need_str
+from team.agents.tool_input import opt_int as _opt_int
+from team.agents.tool_input import opt_str as _opt_str
+from team.config import AgentConfig, TeamConfig
 from team.errors import UserError
-from team.events import AgentEvent, AuditEvent, EventSink
+from team.events import AuditEvent, EventSink
 from team.llm.base import ToolSpec
 from team.mailbox import post
-from team.tasks import TaskBoard
+from team.tasks import Board
 from team.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -33,82 +37,67 @@ AGENT_MSG_TYPES = ("message", "task")  # shutdown types are for the runtime and 
 """Tools the agent loop handles itself; `Toolbox.run` refuses them."""
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    """What goes back to the model as a `tool_result`."""
-
-    content: str
-    is_error: bool = False
-
-
-class ToolInputError(UserError):
-    """The model called a tool with missing or wrong-typed input."""
+def tool_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None) -> list[ToolSpec]:
+    """The tools `agent` sees: the reference design's twelve, with their names and input
+    schemas, plus the board tools (create_task, update_task; submit_plan under plan
+    approval, review_plan for the lead)."""
+    return [*_base_specs(), *task_specs(agent, team)]
 
 
-def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:
-    schema = {"type": "object", "properties": props, "required": required}
-    return ToolSpec(name, description, schema)
-
-
-def _str(description: str) -> dict[str, str]:
-    return {"type": "string", "description": description}
-
-
-def tool_specs() -> list[ToolSpec]:
-    """All twelve tools, with the reference design's names and input schemas."""
+def _base_specs() -> list[ToolSpec]:
     return [
-        _spec(
+        spec(
             "bash",
             "Run a shell command (bash) in the workspace root. Output (stdout+stderr) is "
             "capped and the command is killed after a timeout. When the team is "
             "sandboxed, only the workspace is writable (.team/ and .transcripts/ are "
             "not), /tmp is private, secrets are hidden and there is no network.",
-            {"command": _str("The command line to run.")},
+            {"command": text("The command line to run.")},
             ["command"],
         ),
-        _spec(
+        spec(
             "read_file",
             "Read a text file in the workspace. Path relative to the workspace root.",
             {
-                "path": _str("File path, relative to the workspace root."),
+                "path": text("File path, relative to the workspace root."),
                 "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read."},
             },
             ["path"],
         ),
-        _spec(
+        spec(
             "write_file",
             "Create or overwrite a file in the workspace (parent folders are created). "
             "Files under .team/ and .transcripts/ are off limits.",
             {
-                "path": _str("File path, relative to the workspace root."),
-                "content": _str("The whole new content of the file."),
+                "path": text("File path, relative to the workspace root."),
+                "content": text("The whole new content of the file."),
             },
             ["path", "content"],
         ),
-        _spec(
+        spec(
             "edit_file",
             "Replace old_text with new_text in a workspace file. old_text must occur "
             "exactly once: include enough surrounding text to make it unique.",
             {
-                "path": _str("File path, relative to the workspace root."),
-                "old_text": _str("The exact text to replace (must match once)."),
-                "new_text": _str("The text to put in its place."),
+                "path": text("File path, relative to the workspace root."),
+                "old_text": text("The exact text to replace (must match once)."),
+                "new_text": text("The text to put in its place."),
             },
             ["path", "old_text", "new_text"],
         ),
-        _spec(
+        spec(
             "compact",
             "Compact your context now: the conversation so far is archived and replaced "
             "by a summary. Use it between tasks or when the context grows large.",
-            {"focus": _str("What the summary should keep in detail (optional).")},
+            {"focus": text("What the summary should keep in detail (optional).")},
             [],
         ),
-        _spec(
+        spec(
             "send_message",
             "Send a message to one teammate's inbox.",
             {
-                "to": _str("The teammate's name."),
-                "content": _str("The message text."),
+                "to": text("The teammate's name."),
+                "content": text("The message text."),
                 "msg_type": {
                     "type": "string",
                     "enum": list(AGENT_MSG_TYPES),
@@ -117,42 +106,20 @@ def tool_specs() -> list[ToolSpec]:
             },
             ["to", "content"],
         ),
-        _spec(
+        spec(
             "broadcast",
             "Send the same message to every teammate.",
-            {"content": _str("The message text.")},
+            {"content": text("The message text.")},
             ["content"],
         ),
-        _spec(
+        spec(
             "read_inbox",
             "Read the messages waiting in your inbox now (they also arrive by themselves "
             "before your next turn).",
             {},
             [],
         ),
-        _spec(
-            "list_tasks",
-            "List the task board as JSON: id, subject, status, owner, result.",
-            {},
-            [],
-        ),
-        _spec(
-            "claim_task",
-            "Claim a task: it becomes yours and in progress. Fails if another agent "
-            "owns it or it is completed.",
-            {"task_id": {"type": "integer", "description": "The task's id (#N)."}},
-            ["task_id"],
-        ),
-        _spec(
-            "complete_task",
-            "Mark one of your tasks completed, with a short result.",
-            {
-                "task_id": {"type": "integer", "description": "The task's id (#N)."},
-                "result": _str("What was done, in a sentence or two (optional)."),
-            },
-            ["task_id"],
-        ),
-        _spec(
+        spec(
             "idle",
             "End your turn and wait for new messages or tasks.",
             {},
@@ -169,16 +136,21 @@ class Toolbox:
         ws: Workspace,
         agent: str,
         config: TeamConfig,
-        board: TaskBoard,
+        board: Board,
         *,
+        root: Path | None = None,
         sink: EventSink | None = None,
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
         stop: threading.Event | None = None,
         sandbox: Sandbox | None = None,
     ) -> None:
-        """Args: `stop`, when set, kills a running `bash` command (team shutdown);
-        `sandbox`, the agent's (default: the one team.toml gives it)."""
+        """Args:
+        root: where this agent works (bash's folder, the file tools' root): the
+            workspace, or the agent's own git worktree. Defaults to the workspace root.
+        stop: when set, kills a running `bash` command (team shutdown).
+        sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
+        """
         self.ws = ws
         self.agent = agent
         self.config = config
@@ -187,8 +159,14 @@ class Toolbox:
         self.bash_timeout = bash_timeout
         self.output_cap = output_cap
         self.stop = stop
-        self.sandbox = sandbox or Sandbox.for_agent(ws, config, agent)
+        if sandbox is None:
+            own = root is not None and Path(root).resolve() != ws.root
+            protected = (Path(root) / ".team", Path(root) / ".transcripts") if own else None
+            sandbox = Sandbox.for_agent(ws, config, agent, root=root, protected=protected)
+        self.sandbox = sandbox
         self.scope = self.sandbox.scope
+        self.root = self.scope.root
+        self.tasks = TaskTools(ws, agent, config, board, root=self.root, sink=sink)
         # a handler returns the text of a success, or a whole ToolResult when it decides
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,
@@ -197,9 +175,7 @@ class Toolbox:
             "edit_file": self._edit_file,
             "send_message": self._send_message,
             "broadcast": self._broadcast,
-            "list_tasks": self._list_tasks,
-            "claim_task": self._claim_task,
-            "complete_task": self._complete_task,
+            **self.tasks.handlers,
         }
 
     def run(self, name: str, input: dict[str, Any]) -> ToolResult:
@@ -208,7 +184,7 @@ class Toolbox:
             return ToolResult(f"{name} is handled by the agent loop, not the toolbox", True)
         handler = self._handlers.get(name)
         if handler is None:
-            known = ", ".join(s.name for s in tool_specs())
+            known = ", ".join(s.name for s in tool_specs(self._agent_config(), self.config))
             return ToolResult(f"unknown tool {name!r} (tools: {known})", True)
         if not isinstance(input, dict):
             return ToolResult(f"{name}: input must be a JSON object", True)
@@ -269,6 +245,7 @@ class Toolbox:
     def _audited_write(self, tool: str, path: str, write: Callable[..., str], *args: str) -> str:
         start = time.monotonic()
         try:
+            self._plan_gate()
             out = write(self.scope, path, *args)
         except (UserError, OSError) as e:
             outcome = "refused" if isinstance(e, fs_tools.PathError) else "failed"
@@ -327,56 +304,16 @@ class Toolbox:
             return "no teammates to broadcast to"
         return f"broadcast to {', '.join(m.to for m in sent)}"
 
-    def _list_tasks(self, input: dict[str, Any]) -> str:
-        return json.dumps([t.model_dump() for t in self.board.list()], indent=1)
+    def _plan_gate(self) -> None:
+        why = self.tasks.plan_gate()
+        if why is not None:
+            raise ToolInputError(why)
 
-    def _claim_task(self, input: dict[str, Any]) -> str:
-        task = self.board.claim(_need_int(input, "task_id"), self.agent)
-        self._event("claimed", f"#{task.id} {task.subject}")
-        return f"claimed task #{task.id}: {task.subject}"
-
-    def _complete_task(self, input: dict[str, Any]) -> str:
-        task_id = _need_int(input, "task_id")
-        task = self.board.complete(task_id, self.agent, _opt_str(input, "result"))
-        self._event("completed", f"#{task.id} {task.subject}")
-        return f"completed task #{task.id}: {task.subject}"
-
-    def _event(self, kind: str, detail: str) -> None:
-        if self.sink is not None:
-            self.sink.emit(AgentEvent(self.agent, kind, detail))
+    def _agent_config(self) -> AgentConfig | None:
+        try:
+            return self.config.agent(self.agent)
+        except KeyError:
+            return None
 
 
-# -- input checks: one clear line for each way a model gets an input wrong -------------
-
-
-def _need_str(input: dict[str, Any], key: str) -> str:
-    if key not in input:
-        raise ToolInputError(f"missing required input {key!r}")
-    value = input[key]
-    if not isinstance(value, str):
-        raise ToolInputError(f"{key!r} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _opt_str(input: dict[str, Any], key: str) -> str | None:
-    if input.get(key) is None:
-        return None
-    return _need_str(input, key)
-
-
-def _need_int(input: dict[str, Any], key: str) -> int:
-    if key not in input:
-        raise ToolInputError(f"missing required input {key!r}")
-    value = input[key]
-    # Models sometimes quote numbers ("3", "#3"); accept those, refuse true/1.5/"abc".
-    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
-        return int(value.strip().lstrip("#"))
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolInputError(f"{key!r} must be an integer, got {value!r}")
-    return value
-
-
-def _opt_int(input: dict[str, Any], key: str) -> int | None:
-    if input.get(key) is None:
-        return None
-    return _need_int(input, key)
+__all__ = ["LOOP_TOOLS", "ToolInputError", "ToolResult", "Toolbox", "tool_specs"]

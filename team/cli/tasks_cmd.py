@@ -1,16 +1,49 @@
-"""`team assign` and `team tasks`: put work on the board and look at it."""
+"""`team assign`, `team tasks`, `team task ...`: put work on the board and manage it."""
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
 
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.config import TeamConfig
 from team.errors import UserError, os_error_line
-from team.mailbox import post
-from team.tasks import Task, TaskBoard
+from team.tasks import Task, TaskBoard, TaskError
+from team.teamwork import Teamwork
+from team.workspace import Workspace
+
+task_app = typer.Typer(help="Look at one task, or cancel, reassign or reopen it.")
+app.add_typer(task_app, name="task")
+
+BlockedByOption = Annotated[
+    str | None,
+    typer.Option("--blocked-by", metavar="1,2", help="Ids of tasks that must be completed first."),
+]
+
+
+def parse_ids(text: str | None) -> list[int]:
+    """`1,2` or `#1, #2` -> [1, 2]; anything else is one clear line."""
+    if text is None or not text.strip():
+        return []
+    ids = []
+    for part in text.split(","):
+        word = part.strip().lstrip("#")
+        if not word.isdigit() or int(word) < 1:
+            raise UserError(f"--blocked-by: {part.strip()!r} is not a task id (want e.g. 1,2)")
+        ids.append(int(word))
+    return ids
+
+
+def require_worker(config: TeamConfig, ws: Workspace, agent: str) -> None:
+    """Tasks are for agents: a typo or `user` is refused before anything changes."""
+    ws.require_agent(config, agent)
+    if agent not in config.names():  # `user` has an inbox, but no agent would do the work
+        raise UserError(
+            f"tasks are for agents, not {agent!r} (agents: {', '.join(config.names())})"
+        )
 
 
 @app.command()
@@ -22,6 +55,11 @@ def assign(
     any_agent: Annotated[
         bool, typer.Option("--any", help="Leave the task open: an idle agent claims it.")
     ] = False,
+    description: Annotated[
+        str | None,
+        typer.Option("--description", help="Details for whoever does it; - reads stdin."),
+    ] = None,
+    blocked_by: BlockedByOption = None,
     dir: DirOption = ".",
 ) -> None:
     """Add a task to the board, for AGENT (delivered to its inbox) or for --any agent."""
@@ -32,27 +70,25 @@ def assign(
         agent = None
     if text is None:
         raise typer.BadParameter("missing TEXT (or use --any TEXT)", param_hint="TEXT")
+    ids = parse_ids(blocked_by)
     ws = workspace(dir)
     config = ws.load_config()  # a typo'd --dir must not grow a .team/ somewhere random
     if agent is not None:
-        ws.require_agent(config, agent)  # before the task exists: no orphan on a typo
-        if agent not in config.names():  # `user` has an inbox, but no agent would do the work
-            raise UserError(
-                f"tasks are for agents, not {agent!r} (agents: {', '.join(config.names())})"
-            )
+        require_worker(config, ws, agent)  # before the task exists: no orphan on a typo
+    if description == "-":
+        description = sys.stdin.read()
     board = TaskBoard(ws.tasks_dir)
     try:
-        task = board.create(text, owner=agent, created_by="user")
+        task = board.create(text, owner=agent, description=description or "", blocked_by=ids)
     except OSError as e:
         raise UserError(f"task not added: {os_error_line(e)}") from None
+    waits = f" (blocked by {_ids(task.blocked_by)})" if task.status == "blocked" else ""
     if agent is None:
-        typer.echo(f"task #{task.id} (open)")
+        typer.echo(f"task #{task.id} (open){waits}")
         return
     try:
         with event_log(ws) as sink:
-            post.send(
-                ws, config, agent, text, sender="user", type="task", task_id=task.id, sink=sink
-            )
+            told = Teamwork(ws, config, board, sink).assigned(task, "user", strict=True)
     except OSError as e:
         # all or nothing: a task its owner never hears of would stay open for ever
         try:
@@ -63,12 +99,13 @@ def assign(
                 f"{os_error_line(e)}"
             ) from None
         raise UserError(f"task not added: {os_error_line(e)}") from None
-    typer.echo(f"task #{task.id} -> {agent}")
+    later = f"; {agent} is told when it unblocks" if waits and not told else ""
+    typer.echo(f"task #{task.id} -> {agent}{waits}{later}")
 
 
 @app.command()
 def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
-    """Show the task board."""
+    """Show the task board: owner, status, what each task waits on, results."""
     ws = workspace(dir)
     ws.load_config()  # a typo'd --dir is an error, not an empty board
     items = TaskBoard(ws.tasks_dir).list()
@@ -81,15 +118,141 @@ def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     typer.echo(_table(items))
 
 
+@task_app.command("show")
+def show(
+    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    json_out: JsonOption = False,
+    dir: DirOption = ".",
+) -> None:
+    """Everything about one task."""
+    ws = workspace(dir)
+    ws.load_config()
+    task = TaskBoard(ws.tasks_dir).get(task_id)
+    if json_out:
+        typer.echo(task.model_dump_json(indent=2))
+        return
+    rows = [
+        ("task", f"#{task.id} {task.subject}"),
+        ("status", task.status),
+        ("owner", task.owner or "-"),
+        ("blocked by", _ids(task.blocked_by) or "-"),
+        ("created", f"{_when(task.created_at)} by {task.created_by}"),
+        ("completed", _when(task.completed_at) if task.completed_at else "-"),
+        ("result", task.result or "-"),
+    ]
+    if task.plan_state:
+        rows.append(("plan", f"{task.plan_state}: {task.plan}"))
+        if task.plan_feedback:
+            rows.append(("feedback", task.plan_feedback))
+    if task.description:
+        rows.append(("description", task.description))
+    typer.echo("\n".join(f"{k + ':':<12} {v}" for k, v in rows))
+
+
+@task_app.command("cancel")
+def cancel(
+    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    dir: DirOption = ".",
+) -> None:
+    """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
+    ws, config, board = _open(dir)
+    before = board.get(task_id)
+    task = board.cancel(task_id)
+    with event_log(ws) as sink:
+        Teamwork(ws, config, board, sink).cancelled(task, "user", before.status)
+    waiting = [t.id for t in board.list() if task_id in t.blocked_by and not t.finished]
+    behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
+    typer.echo(f"task #{task.id} cancelled{behind}")
+
+
+@task_app.command("reassign")
+def reassign(
+    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="The new owner.")],
+    dir: DirOption = ".",
+) -> None:
+    """Give an unfinished task to another agent; it starts over, the old owner is told."""
+    ws, config, board = _open(dir)
+    require_worker(config, ws, agent)
+    before = board.get(task_id)
+    task = board.reassign(task_id, agent)
+    if before.owner == task.owner:
+        typer.echo(f"task #{task.id} is already {agent}'s")
+        return
+    with event_log(ws) as sink:
+        Teamwork(ws, config, board, sink).reassigned(task, before.owner, "user")
+    typer.echo(f"task #{task.id} -> {agent} (was {before.owner or 'open'})")
+
+
+@task_app.command("reopen")
+def reopen(
+    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    dir: DirOption = ".",
+) -> None:
+    """Make a completed, failed or cancelled task pending again (its owner is told)."""
+    ws, config, board = _open(dir)
+    task = board.reopen(task_id)
+    with event_log(ws) as sink:
+        Teamwork(ws, config, board, sink).assigned(task, "user")
+    typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
+
+
+@task_app.command("block")
+def block(
+    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    by: Annotated[str, typer.Option("--by", metavar="1,2", help="Ids it must wait on.")],
+    dir: DirOption = ".",
+) -> None:
+    """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
+    ws, config, board = _open(dir)
+    before = board.get(task_id)
+    task = board.set_blocked_by(task_id, parse_ids(by))
+    if before.status == "blocked" and task.status == "pending":
+        with event_log(ws) as sink:
+            Teamwork(ws, config, board, sink).assigned(task, "user")
+    typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
+
+
+def _open(dir) -> tuple[Workspace, TeamConfig, TaskBoard]:
+    ws = workspace(dir)
+    config = ws.load_config()
+    board = TaskBoard(ws.tasks_dir)
+    return ws, config, board
+
+
 def _table(items: list[Task]) -> str:
-    rows = [("ID", "STATUS", "OWNER", "SUBJECT")]
+    rows = [("ID", "STATUS", "OWNER", "BLOCKED_BY", "SUBJECT", "RESULT")]
     for t in items:
-        subject = " ".join(t.subject.split())  # one line per task, however it was typed
-        if len(subject) > 72:
-            subject = subject[:71] + "…"
-        rows.append((f"#{t.id}", t.status, t.owner or "-", subject))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        rows.append(
+            (
+                f"#{t.id}",
+                t.status,
+                t.owner or "-",
+                ",".join(f"#{b}" for b in t.blocked_by) or "-",
+                _cell(t.subject, 60),
+                _cell(t.result or "-", 60),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3]
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     )
+
+
+def _cell(text: str, width: int) -> str:
+    text = " ".join(text.split())  # one line per task, however it was typed
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _ids(ids) -> str:
+    return ", ".join(f"#{i}" for i in ids)
+
+
+def _when(ts: float | None) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+__all__ = ["TaskError", "assign", "tasks"]

@@ -8,7 +8,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MessageType = Literal["message", "broadcast", "task", "shutdown_request", "shutdown_response"]
+MessageType = Literal[
+    "message",
+    "broadcast",
+    "task",
+    "shutdown_request",
+    "shutdown_response",
+    "goal",  # `team goal`, to the lead
+    "notice",  # the team telling an agent: unblocked, cancelled, a teammate idle or done
+    "plan_request",  # a plan waiting for review (to the lead, or to the user)
+    "plan_response",  # the review: approved, or rejected with the reason
+]
 
 
 class MailMessage(BaseModel):

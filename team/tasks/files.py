@@ -1,10 +1,11 @@
-"""The task board: one JSON file per task in `.team/tasks/<id>.json` (DESIGN §1).
+"""The task board on files: one JSON file per task in `.team/tasks/<id>.json`.
 
 Readers never lock: every file is written whole (tmp + fsync + rename), so a reader sees
 the old record or the new one, never half of one. Writers that read-modify-write (id
 allocation, claims, completion) hold `fcntl.flock` on `.team/tasks/.lock`, which works
 across threads and processes alike: Linux ties a flock to the open file description,
-and every acquisition opens the lock file afresh.
+and every acquisition opens the lock file afresh. What each operation does to the
+records is decided by `team.tasks.rules`, shared with every other backend.
 """
 
 from __future__ import annotations
@@ -17,45 +18,22 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from team.errors import UserError
+from team.tasks import rules
+from team.tasks.model import Task, TaskError
 
 log = logging.getLogger(__name__)
 
-TaskStatus = Literal["pending", "in_progress", "completed"]
 _TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
 LOCK_TIMEOUT = 30.0
 
 
-class Task(BaseModel):
-    """One task record: what `team tasks --json` prints and `list_tasks` returns."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: int
-    subject: str
-    description: str = ""
-    status: TaskStatus = "pending"
-    owner: str | None = None
-    """The agent it is assigned to or claimed by; None while the task is open."""
-    created_by: str = "user"
-    created_at: float
-    updated_at: float
-    result: str | None = None
-    """What the owner said when completing it."""
-
-
-class TaskError(UserError):
-    """A task operation that cannot be done: unknown id, owned by another, completed."""
-
-
 class TaskBoard:
-    """The tasks in one folder. Safe to share between threads and processes."""
+    """The tasks in one folder (a `Board`). Safe to share between threads and processes."""
 
     def __init__(self, root: Path, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.root = Path(root)
@@ -71,39 +49,31 @@ class TaskBoard:
     # -- reading (no lock) ---------------------------------------------------------
 
     def get(self, task_id: int) -> Task:
-        """The task with this id.
+        """The task with this id, its status derived from its blockers.
 
         Raises:
             TaskError: no such task, or its file is unreadable.
         """
-        path = self._path(task_id)
-        try:
-            return Task.model_validate_json(path.read_bytes())
-        except FileNotFoundError:
-            raise TaskError(f"no task #{task_id}") from None
-        except (OSError, ValidationError, ValueError) as e:
-            raise TaskError(f"task #{task_id} is unreadable ({path}): {_first_line(e)}") from None
+        task = self._read(task_id)
+        if not task.blocked_by:
+            return task
+        return rules.derive(task, self._records())
 
     def list(self) -> list[Task]:
         """Every readable task, by id (numerically: #10 comes after #2)."""
-        tasks = []
-        for task_id, path in self._files():
-            task = self._read_or_warn(task_id, path)
-            if task is not None:
-                tasks.append(task)
-        return tasks
+        return rules.derive_all(self._records())
 
     def open_for(self, agent: str) -> list[Task]:
-        """Tasks owned by `agent` that are not completed (assigned or in progress)."""
-        return [t for t in self.list() if t.owner == agent and t.status != "completed"]
+        """Tasks owned by `agent` that are not finished (assigned, blocked, in progress)."""
+        return rules.open_for(self._records(), agent)
 
     def unclaimed(self) -> list[Task]:
-        """Open tasks: pending and owned by nobody, oldest first."""
-        return [t for t in self.list() if t.status == "pending" and t.owner is None]
+        """Claimable tasks: pending, owned by nobody, blockers completed; oldest first."""
+        return rules.claimable(self._records())
 
     def all_done(self) -> bool:
-        """True when no task is pending or in progress (an empty board is done)."""
-        return all(t.status == "completed" for t in self.list())
+        """True when nothing can still run (an empty board is done)."""
+        return rules.all_done(self._records())
 
     # -- writing (under the board lock) --------------------------------------------
 
@@ -114,70 +84,94 @@ class TaskBoard:
         owner: str | None = None,
         description: str = "",
         created_by: str = "user",
+        blocked_by: Sequence[int] = (),
     ) -> Task:
-        """Add a pending task, assigned to `owner` or (None) open for anyone to claim."""
+        """Add a task, assigned to `owner` or (None) open for anyone to claim.
+
+        Raises:
+            TaskError: empty subject, or an unknown id in `blocked_by`.
+        """
         if not subject.strip():
             raise TaskError("a task needs a subject (got empty text)")
         with self._locked():
-            ids = [task_id for task_id, _ in self._files()]
-            now = time.time()
-            task = Task(
-                id=max(ids, default=0) + 1,
-                subject=subject,
-                description=description,
-                status="pending",
+            tasks = self._records()
+            ids = [task_id for task_id, _ in self._files()]  # unreadable files keep their id
+            task = rules.new_task(
+                tasks,
+                subject,
+                task_id=max(ids, default=0) + 1,
                 owner=owner,
+                description=description,
                 created_by=created_by,
-                created_at=now,
-                updated_at=now,
+                blocked_by=blocked_by,
+                now=time.time(),
             )
             self._write(task)
-        return task
+            return rules.derive(task, tasks)
 
     def claim(self, task_id: int, agent: str) -> Task:
-        """Take a task: pending and unowned (or assigned to `agent`) -> in progress.
+        """Take a task: pending, unblocked and unowned (or assigned to `agent`) -> in progress.
 
         Claiming a task the agent already has in progress returns it unchanged, so a
         claim repeated after a crash is harmless.
 
         Raises:
-            TaskError: unknown id, owned by another agent, or already completed.
+            TaskError: unknown id, blocked, owned by another agent, or finished.
         """
-        with self._locked():
-            return self._claim_locked(self.get(task_id), agent)
+        return self._apply(lambda t, now: rules.claim(t, task_id, agent, now))
 
     def claim_next(self, agent: str) -> Task | None:
-        """Atomically claim the oldest open task for `agent`; None if there is none."""
+        """Atomically claim the oldest claimable task for `agent`; None if there is none."""
         if not self._maybe_unclaimed():  # the common case when idle: no lock, no reads
             return None
         with self._locked():
-            open_tasks = self.unclaimed()
+            tasks = self._records()
+            open_tasks = rules.claimable(tasks)
             if not open_tasks:
                 return None
-            return self._claim_locked(open_tasks[0], agent)
+            task = rules.claim(tasks, open_tasks[0].id, agent, time.time())
+            self._write(task)
+            return task
 
     def complete(self, task_id: int, agent: str, result: str | None = None) -> Task:
         """Mark a task completed. Only its owner may; repeating it is harmless.
 
         Raises:
-            TaskError: unknown id, not owned by `agent`, or completed by another.
+            TaskError: unknown id, not owned by `agent`, blocked, or finished otherwise.
         """
-        with self._locked():
-            task = self.get(task_id)
-            if task.owner != agent:
-                if task.owner is None:
-                    raise TaskError(
-                        f"task #{task_id} is not yours: nobody has claimed it (claim it first)"
-                    )
-                done = "was completed" if task.status == "completed" else "is owned"
-                raise TaskError(f"task #{task_id} {done} by {task.owner}, not {agent}")
-            if task.status == "completed":
-                return task
-            task = task.model_copy(
-                update={"status": "completed", "result": result, "updated_at": time.time()}
-            )
-            self._write(task)
-            return task
+        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "completed", result, now))
+
+    def fail(self, task_id: int, agent: str, result: str | None = None) -> Task:
+        """The owner gives up on a task; `result` says why. Tasks behind it stay blocked."""
+        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "failed", result, now))
+
+    def release(self, task_id: int, agent: str) -> Task:
+        """The owner stops working on a task without finishing it (pending again)."""
+        return self._apply(lambda t, now: rules.release(t, task_id, agent, now))
+
+    def cancel(self, task_id: int) -> Task:
+        """Nobody is to work on it any more (the user's call)."""
+        return self._apply(lambda t, now: rules.cancel(t, task_id, now))
+
+    def reassign(self, task_id: int, owner: str | None) -> Task:
+        """Give an unfinished task to `owner` (None: open); it starts over as pending."""
+        return self._apply(lambda t, now: rules.reassign(t, task_id, owner, now))
+
+    def reopen(self, task_id: int) -> Task:
+        """A completed, failed or cancelled task becomes pending again, result cleared."""
+        return self._apply(lambda t, now: rules.reopen(t, task_id, now))
+
+    def set_blocked_by(self, task_id: int, blocked_by: Sequence[int]) -> Task:
+        """Replace what a task waits on. Unknown ids and cycles are refused."""
+        return self._apply(lambda t, now: rules.set_blocked_by(t, task_id, blocked_by, now))
+
+    def submit_plan(self, task_id: int, agent: str, plan: str) -> Task:
+        """The owner's plan for its in-progress task, waiting for review."""
+        return self._apply(lambda t, now: rules.submit_plan(t, task_id, agent, plan, now))
+
+    def review_plan(self, task_id: int, approve: bool, feedback: str | None = None) -> Task:
+        """Approve or (with a reason) reject the plan waiting on a task."""
+        return self._apply(lambda t, now: rules.review_plan(t, task_id, approve, feedback, now))
 
     # -- internals -----------------------------------------------------------------
 
@@ -187,19 +181,32 @@ class TaskBoard:
             self._path(task_id).unlink(missing_ok=True)
             _fsync_dir(self.root)
 
-    def _claim_locked(self, task: Task, agent: str) -> Task:
-        if task.status == "completed":
-            by = f" by {task.owner}" if task.owner else ""
-            raise TaskError(f"task #{task.id} is already completed{by}")
-        if task.owner not in (None, agent):
-            raise TaskError(f"task #{task.id} is owned by {task.owner}, not {agent}")
-        if task.status == "in_progress":
-            return task
-        task = task.model_copy(
-            update={"status": "in_progress", "owner": agent, "updated_at": time.time()}
-        )
-        self._write(task)
-        return task
+    def _apply(self, change: Callable[[rules.Tasks, float], Task]) -> Task:
+        """Run one rule on the current records under the lock; store what it returns."""
+        with self._locked():
+            tasks = self._records()
+            task = change(tasks, time.time())
+            if task != tasks.get(task.id):
+                self._write(task)
+            return rules.derive(task, {**tasks, task.id: task})
+
+    def _read(self, task_id: int) -> Task:
+        path = self._path(task_id)
+        try:
+            return Task.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            raise TaskError(f"no task #{task_id}") from None
+        except (OSError, ValidationError, ValueError) as e:
+            raise TaskError(f"task #{task_id} is unreadable ({path}): {_first_line(e)}") from None
+
+    def _records(self) -> dict[int, Task]:
+        """The stored records (status never `blocked`), unreadable files skipped."""
+        out = {}
+        for task_id, path in self._files():
+            task = self._read_or_warn(task_id, path)
+            if task is not None:
+                out[task_id] = task
+        return out
 
     def _path(self, task_id: int) -> Path:
         return self.root / f"{int(task_id)}.json"
@@ -233,7 +240,7 @@ class TaskBoard:
         hint = self._hint
         if hint is not None and hint[0] == key and now - hint[1] < HINT_MAX_AGE_S:
             return hint[2]
-        answer = bool(self.unclaimed())
+        answer = bool(rules.claimable(self._records()))
         self._hint = (key, now, answer)
         return answer
 

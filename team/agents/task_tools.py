@@ -1,0 +1,379 @@
+"""The task board tools: list, claim, complete, create, update, and plans for review.
+
+Each handler checks who may do what, changes the board through the `Board` protocol,
+then tells whoever must act (`Teamwork`): the owners of unblocked tasks, the lead, the
+reviewer of a plan. The `task_completed` hook runs before a completion is recorded and
+may refuse it; in worktree mode the agent's worktree is committed when a task completes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from team import worktrees
+from team.agents.tool_input import (
+    ToolInputError,
+    ToolResult,
+    need_int,
+    need_str,
+    opt_str,
+    spec,
+    text,
+)
+from team.config import AgentConfig, TeamConfig
+from team.events import AgentEvent, EventSink
+from team.hooks import run_hook
+from team.llm.base import ToolSpec
+from team.tasks import Board, Task, TaskError, rules
+from team.teamwork import Teamwork
+from team.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+TASK_ID = {"type": "integer", "description": "The task's id (#N)."}
+IDS = {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks to wait on."}
+UPDATABLE = ("pending", "in_progress", "completed", "failed", "cancelled")
+
+
+def task_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None) -> list[ToolSpec]:
+    """The board tools `agent` gets: submit_plan under plan approval, review_plan if lead."""
+    specs = [
+        spec(
+            "list_tasks",
+            "List the task board as JSON: id, subject, description, status (pending, "
+            "in_progress, blocked, completed, failed, cancelled), owner, blocked_by (ids it "
+            "waits on), result.",
+            {},
+            [],
+        ),
+        spec(
+            "claim_task",
+            "Claim a task: it becomes yours and in progress. Fails if another agent "
+            "owns it, it is finished, or a task it is blocked by is not completed yet.",
+            {"task_id": TASK_ID},
+            ["task_id"],
+        ),
+        spec(
+            "complete_task",
+            "Mark one of your tasks completed, with a short result.",
+            {"task_id": TASK_ID, "result": text("What was done, in a sentence or two.")},
+            ["task_id"],
+        ),
+        spec(
+            "create_task",
+            "Put a new task on the board, for a teammate (owner) or open for anyone. "
+            "blocked_by lists tasks that must be completed first; the owner is told when "
+            "it can start.",
+            {
+                "subject": text("What to do, in one line."),
+                "description": text("Details: files, acceptance, context (optional)."),
+                "owner": text("The teammate who should do it (omit: anyone may claim it)."),
+                "blocked_by": IDS,
+            },
+            ["subject"],
+        ),
+        spec(
+            "update_task",
+            "Change a task: its status (pending gives it back, in_progress claims, "
+            "completed or failed finish it with a result, cancelled drops it), its owner "
+            "(hand it to a teammate), or what it is blocked_by.",
+            {
+                "task_id": TASK_ID,
+                "status": {"type": "string", "enum": list(UPDATABLE)},
+                "result": text("With completed or failed: what happened."),
+                "owner": text("A teammate to hand the task to."),
+                "blocked_by": IDS,
+            },
+            ["task_id"],
+        ),
+    ]
+    if agent is not None and agent.plan_approval:
+        specs.append(
+            spec(
+                "submit_plan",
+                "Submit your plan for a task you have claimed, before changing any file. "
+                "Then end your turn: the approval, or the reason for a rejection, arrives "
+                "as a message.",
+                {"task_id": TASK_ID, "plan": text("The steps you will take, and which files.")},
+                ["task_id", "plan"],
+            )
+        )
+    if agent is not None and team is not None and team.team.lead == agent.name:
+        specs.append(
+            spec(
+                "review_plan",
+                "Approve or reject a teammate's plan for a task. A rejection needs feedback: "
+                "it goes back to the teammate.",
+                {
+                    "task_id": TASK_ID,
+                    "approve": {"type": "boolean", "description": "true to approve."},
+                    "feedback": text("Why it is rejected (required then), or a note."),
+                },
+                ["task_id", "approve"],
+            )
+        )
+    return specs
+
+
+class TaskTools:
+    """One agent's board tools; `Toolbox` routes their calls here."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        agent: str,
+        config: TeamConfig,
+        board: Board,
+        *,
+        root: Path,
+        sink: EventSink | None = None,
+    ) -> None:
+        self.ws = ws
+        self.agent = agent
+        self.config = config
+        self.board = board
+        self.root = root
+        self.sink = sink
+        self.teamwork = Teamwork(ws, config, board, sink)
+        self.handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
+            "list_tasks": self.list_tasks,
+            "claim_task": self.claim_task,
+            "complete_task": self.complete_task,
+            "create_task": self.create_task,
+            "update_task": self.update_task,
+            "submit_plan": self.submit_plan,
+            "review_plan": self.review_plan,
+        }
+
+    @property
+    def plan_approval(self) -> bool:
+        try:
+            return self.config.agent(self.agent).plan_approval
+        except KeyError:
+            return False
+
+    def plan_gate(self) -> str | None:
+        """Why this agent may not change files yet: an in-progress task without an
+        approved plan (plan approval only); None when it may."""
+        if not self.plan_approval:
+            return None
+        for t in self.board.open_for(self.agent):
+            if t.status == "in_progress" and t.plan_state != "approved":
+                waiting = "is waiting for review" if t.plan_state == "submitted" else "is needed"
+                return (
+                    f"task #{t.id} needs an approved plan before you change files: your plan "
+                    f"{waiting} (submit_plan{{task_id, plan}}, then end your turn and wait)"
+                )
+        return None
+
+    # -- tools --------------------------------------------------------------------------
+
+    def list_tasks(self, input: dict[str, Any]) -> str:
+        return json.dumps([t.model_dump() for t in self.board.list()], indent=1)
+
+    def claim_task(self, input: dict[str, Any]) -> str:
+        task = self.board.claim(need_int(input, "task_id"), self.agent)
+        self._event("claimed", f"#{task.id} {task.subject}")
+        plan = (
+            " Submit your plan (submit_plan) before changing files."
+            if (self.plan_approval and task.plan_state != "approved")
+            else ""
+        )
+        return f"claimed task #{task.id}: {task.subject}{plan}"
+
+    def complete_task(self, input: dict[str, Any]) -> str | ToolResult:
+        return self._complete(need_int(input, "task_id"), opt_str(input, "result"))
+
+    def create_task(self, input: dict[str, Any]) -> str:
+        subject = need_str(input, "subject")
+        owner = opt_str(input, "owner")
+        if owner is not None:
+            self._require_worker(owner)
+        task = self.board.create(
+            subject,
+            owner=owner,
+            description=opt_str(input, "description") or "",
+            created_by=self.agent,
+            blocked_by=_ids(input, "blocked_by"),
+        )
+        self._event("created", f"#{task.id} {task.subject}")
+        self.teamwork.assigned(task, self.agent)
+        waits = f", blocked by {_refs(task.blocked_by)}" if task.status == "blocked" else ""
+        who = f"for {owner}" if owner else "open for anyone"
+        return f"created task #{task.id} ({who}{waits}): {task.subject}"
+
+    def update_task(self, input: dict[str, Any]) -> str | ToolResult:
+        task_id = need_int(input, "task_id")
+        status, result, owner = (
+            opt_str(input, "status"),
+            opt_str(input, "result"),
+            opt_str(input, "owner"),
+        )
+        if status is None and owner is None and "blocked_by" not in input:
+            raise ToolInputError("nothing to change: give status, owner or blocked_by")
+        if status is not None and status not in UPDATABLE:
+            hint = " (blocked is derived: set blocked_by)" if status == "blocked" else ""
+            raise ToolInputError(
+                f"unknown status {status!r} (one of: {', '.join(UPDATABLE)}){hint}"
+            )
+        if result is not None and status not in ("completed", "failed"):
+            raise ToolInputError("result goes with status completed or failed")
+        done: list[str] = []
+        if "blocked_by" in input:
+            self._may_manage(task_id)
+            t = self.board.set_blocked_by(task_id, _ids(input, "blocked_by"))
+            done.append(f"blocked by {_refs(t.blocked_by) or 'nothing'} ({t.status})")
+        if owner is not None:
+            done.append(self._reassign(task_id, owner))
+        if status == "completed":
+            out = self._complete(task_id, result)
+            if isinstance(out, ToolResult):
+                return out
+            done.append(out)
+        elif status == "failed":
+            t = self.board.fail(task_id, self.agent, result)
+            self._event("failed", f"#{t.id} {t.subject}")
+            self.teamwork.failed(t, self.agent)
+            done.append(f"task #{t.id} marked failed")
+        elif status == "in_progress":
+            done.append(self.claim_task({"task_id": task_id}))
+        elif status == "pending":
+            t = self.board.release(task_id, self.agent)
+            done.append(f"task #{t.id} is pending again (still yours)")
+        elif status == "cancelled":
+            self._may_manage(task_id)
+            before = self.board.get(task_id)
+            t = self.board.cancel(task_id)
+            self.teamwork.cancelled(t, self.agent, before.status)
+            done.append(f"task #{t.id} cancelled")
+        return f"task #{task_id}: " + "; ".join(done)
+
+    def submit_plan(self, input: dict[str, Any]) -> str:
+        if not self.plan_approval:
+            raise ToolInputError("you do not work under plan approval: just go ahead")
+        task = self.board.submit_plan(
+            need_int(input, "task_id"), self.agent, need_str(input, "plan")
+        )
+        to = self.teamwork.plan_submitted(task, self.agent)
+        self._event("plan_submitted", f"#{task.id} to {to}")
+        return (
+            f"plan for task #{task.id} sent to {to} for review. End your turn now: the answer "
+            "arrives as a message."
+        )
+
+    def review_plan(self, input: dict[str, Any]) -> str:
+        if self.config.team.lead != self.agent:
+            raise ToolInputError("only the lead reviews plans")
+        approve = input.get("approve")
+        if not isinstance(approve, bool):
+            raise ToolInputError(f"'approve' must be true or false, got {approve!r}")
+        task_id = need_int(input, "task_id")
+        task = self.board.review_plan(task_id, approve, opt_str(input, "feedback"))
+        self.teamwork.plan_reviewed(task, self.agent)
+        self._event("plan_" + (task.plan_state or "reviewed"), f"#{task.id}")
+        return f"plan for task #{task.id} {task.plan_state}; {task.owner} is told"
+
+    # -- the parts ----------------------------------------------------------------------
+
+    def _complete(self, task_id: int, result: str | None) -> str | ToolResult:
+        now = time.time()
+        records = {t.id: t for t in self.board.list()}
+        current = rules.finish(records, task_id, self.agent, "completed", result, now)  # checks
+        if records[task_id].status == "completed":
+            return f"task #{task_id} was already completed"
+        if self.plan_approval and current.plan_state != "approved":
+            raise TaskError(
+                f"task #{task_id} needs an approved plan first: submit_plan and wait for the answer"
+            )
+        hooks = self.config.hooks
+        verdict = run_hook(
+            "task_completed",
+            hooks.task_completed,
+            {
+                "team": self.config.team.name,
+                "agent": self.agent,
+                "workspace": str(self.root),
+                "task": {**records[task_id].model_dump(), "result": result},
+            },
+            cwd=self.ws.root,
+            timeout=hooks.timeout,
+        )
+        if verdict.refused:
+            self._event("completion_refused", f"#{task_id}")
+            return ToolResult(
+                f"complete_task: the task_completed hook refused task #{task_id}; it is still "
+                f"yours and in progress. The hook says:\n{verdict.reason}",
+                is_error=True,
+            )
+        task = self.board.complete(task_id, self.agent, result)
+        self._event("completed", f"#{task.id} {task.subject}")
+        saved = self._commit(task)
+        freed = self.teamwork.completed(task, self.agent)
+        after = f"; unblocked {_refs(t.id for t in freed)}" if freed else ""
+        return f"completed task #{task.id}: {task.subject}{saved}{after}"
+
+    def _commit(self, task: Task) -> str:
+        if self.config.team.isolation != "worktree":
+            return ""
+        try:
+            commit = worktrees.commit_all(
+                worktrees.worktree_dir(self.ws, self.agent),
+                self.agent,
+                f"{self.agent}: task #{task.id} {task.subject}",
+            )
+        except worktrees.WorktreeError as e:
+            log.warning(
+                "%s: could not commit its worktree after task #%s: %s", self.agent, task.id, e
+            )
+            return f" (committing your worktree failed: {e})"
+        branch = worktrees.branch_of(self.agent)
+        return f" (committed {commit} on {branch})" if commit else ""
+
+    def _reassign(self, task_id: int, owner: str) -> str:
+        self._require_worker(owner)
+        before = self.board.get(task_id)
+        if before.owner not in (None, self.agent):
+            self._may_manage(task_id)
+        task = self.board.reassign(task_id, owner)
+        self.teamwork.reassigned(task, before.owner, self.agent)
+        return f"handed to {owner}"
+
+    def _may_manage(self, task_id: int) -> None:
+        """The lead, the task's creator or its owner may change it; nobody else."""
+        task = self.board.get(task_id)
+        if self.agent in (self.config.team.lead, task.created_by, task.owner):
+            return
+        raise TaskError(
+            f"task #{task_id} is not yours to change (created by {task.created_by}, "
+            f"owner {task.owner or 'nobody'}); ask them"
+        )
+
+    def _require_worker(self, name: str) -> None:
+        if name not in self.config.names():
+            raise ToolInputError(
+                f"unknown teammate {name!r} (agents: {', '.join(self.config.names())})"
+            )
+
+    def _event(self, kind: str, detail: str) -> None:
+        if self.sink is not None:
+            self.sink.emit(AgentEvent(self.agent, kind, detail))
+
+
+def _ids(input: dict[str, Any], key: str) -> list[int]:
+    value = input.get(key)
+    if value is None:
+        return []
+    if isinstance(value, int | str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ToolInputError(f"{key!r} must be a list of task ids, got {value!r}")
+    return [need_int({key: v}, key) for v in value]
+
+
+def _refs(ids) -> str:
+    return ", ".join(f"#{i}" for i in ids)

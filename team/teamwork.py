@@ -1,0 +1,179 @@
+"""Who is told what when the board changes: task owners, the lead, the user.
+
+Every change to the board that someone must act on becomes one inbox message here, so the
+CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
+"Coordination"). A message that cannot be delivered is logged, never raised: the board
+change it reports has already happened and must not be undone by a full disk.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from team.config import TeamConfig
+from team.errors import UserError
+from team.events import EventSink
+from team.mailbox import post
+from team.tasks import Board, Task, rules
+from team.workspace import USER, Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Teamwork:
+    """The messages of coordination, sent on behalf of `sender` (an agent or `user`)."""
+
+    def __init__(
+        self, ws: Workspace, config: TeamConfig, board: Board, sink: EventSink | None = None
+    ) -> None:
+        self.ws = ws
+        self.config = config
+        self.board = board
+        self.sink = sink
+
+    @property
+    def lead(self) -> str | None:
+        return self.config.team.lead
+
+    def reviewer(self, agent: str) -> str:
+        """Who reviews `agent`'s plans: the lead, or the user when there is none (or it is
+        the lead's own plan)."""
+        return self.lead if self.lead and self.lead != agent else USER
+
+    # -- tasks --------------------------------------------------------------------------
+
+    def assigned(self, task: Task, sender: str, *, strict: bool = False) -> bool:
+        """Deliver a task to its owner, unless it is blocked: then it comes on unblocking.
+
+        Returns True if it was delivered now. `strict`: a failed delivery raises (the
+        CLI then takes the task back) instead of being logged.
+        """
+        if task.owner is None or task.owner == sender:
+            return False
+        if task.status == "blocked":
+            return False
+        self._send(task.owner, task_text(task), sender, type="task", task_id=task.id, strict=strict)
+        return True
+
+    def completed(self, task: Task, agent: str) -> list[Task]:
+        """A task was completed: tell the owners of what it unblocks, and the lead."""
+        freed = rules.unblocked_by(task.id, {t.id: t for t in self.board.list()})
+        for t in freed:
+            if t.owner is not None:
+                text = f"Task #{t.id} is unblocked (#{task.id} is completed).\n{task_text(t)}"
+                self._send(t.owner, text, agent, type="task", task_id=t.id)
+        if self.lead and self.lead != agent:
+            opened = f" Unblocked: {_ids(freed)}." if freed else ""
+            result = f": {task.result}" if task.result else ""
+            self._send(
+                self.lead,
+                f"{agent} completed task #{task.id} ({task.subject}){result}.{opened}",
+                agent,
+                task_id=task.id,
+            )
+        return freed
+
+    def failed(self, task: Task, agent: str) -> None:
+        if self.lead and self.lead != agent:
+            waiting = rules.dependents(task.id, {t.id: t for t in self.board.list()})
+            behind = f" Waiting on it: {_ids(waiting)}." if waiting else ""
+            self._send(
+                self.lead,
+                f"{agent} failed task #{task.id} ({task.subject}): {task.result or 'no reason'}."
+                f"{behind}",
+                agent,
+                task_id=task.id,
+            )
+
+    def cancelled(self, task: Task, sender: str, previous_status: str) -> None:
+        if task.owner and task.owner != sender and previous_status in ("pending", "in_progress"):
+            text = (
+                f"Task #{task.id} ({task.subject}) was cancelled by {sender}: stop working on it."
+            )
+            self._send(task.owner, text, sender, task_id=task.id)
+
+    def reassigned(self, task: Task, old_owner: str | None, sender: str) -> None:
+        if old_owner and old_owner not in (task.owner, sender):
+            to = task.owner or "anyone"
+            text = f"Task #{task.id} ({task.subject}) was reassigned to {to}: stop working on it."
+            self._send(old_owner, text, sender, task_id=task.id)
+        self.assigned(task, sender)
+
+    def idle(self, agent: str) -> None:
+        """`agent` ended its turn with nothing left to do: the lead may hand it work."""
+        if self.lead and self.lead != agent:
+            mine = self.board.open_for(agent)
+            holding = f" It still holds {_ids(t.id for t in mine)}." if mine else ""
+            self._send(self.lead, f"{agent} is idle.{holding}", agent)
+
+    # -- plans --------------------------------------------------------------------------
+
+    def plan_submitted(self, task: Task, agent: str) -> str:
+        to = self.reviewer(agent)
+        how = (
+            "Answer with review_plan{task_id, approve, feedback}."
+            if to != USER
+            else f"Answer with `team approve {task.id}` or `team reject {task.id} --why TEXT`."
+        )
+        text = f"{agent} asks you to approve a plan for task #{task.id} ({task.subject}):\n"
+        self._send(to, f"{text}{task.plan}\n\n{how}", agent, type="plan_request", task_id=task.id)
+        return to
+
+    def plan_reviewed(self, task: Task, reviewer: str) -> None:
+        if task.owner is None:
+            return
+        if task.plan_state == "approved":
+            note = f" Note: {task.plan_feedback}" if task.plan_feedback else ""
+            text = f"Your plan for task #{task.id} is approved: go ahead.{note}"
+        else:
+            text = (
+                f"Your plan for task #{task.id} is rejected: {task.plan_feedback}\n"
+                "Revise it and submit_plan again."
+            )
+        self._send(task.owner, text, reviewer, type="plan_response", task_id=task.id)
+
+    # -- goals --------------------------------------------------------------------------
+
+    def goal(self, text: str, sender: str = USER) -> str:
+        """Give the team a goal through its lead; returns the lead's name."""
+        if not self.lead:
+            raise UserError('this team has no lead: set [team] lead = "NAME" in team.toml')
+        self._send(self.lead, text, sender, type="goal", strict=True)
+        return self.lead
+
+    def _send(
+        self,
+        to: str,
+        text: str,
+        sender: str,
+        *,
+        type: str = "notice",
+        task_id: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        if to == sender:
+            return
+        try:
+            post.send(
+                self.ws,
+                self.config,
+                to,
+                text,
+                sender=sender,
+                type=type,
+                task_id=task_id,
+                sink=self.sink,
+            )
+        except (UserError, OSError) as e:
+            if strict:
+                raise
+            log.warning("could not tell %s about task #%s: %s", to, task_id, e)
+
+
+def task_text(task: Task) -> str:
+    """How a task reads in its owner's inbox: the subject, then the description."""
+    return f"{task.subject}\n\n{task.description}".strip() if task.description else task.subject
+
+
+def _ids(ids) -> str:
+    return ", ".join(f"#{i}" if isinstance(i, int) else f"#{i.id}" for i in ids)
