@@ -214,6 +214,8 @@ class TaskTools:
             opt_str(input, "result"),
             opt_str(input, "owner"),
         )
+        if result is not None and status not in ("completed", "failed"):
+            raise ToolInputError("result goes with status completed or failed")
         if status is None and owner is None and "blocked_by" not in input:
             raise ToolInputError("nothing to change: give status, owner or blocked_by")
         if status is not None and status not in UPDATABLE:
@@ -221,8 +223,6 @@ class TaskTools:
             raise ToolInputError(
                 f"unknown status {status!r} (one of: {', '.join(UPDATABLE)}){hint}"
             )
-        if result is not None and status not in ("completed", "failed"):
-            raise ToolInputError("result goes with status completed or failed")
         done: list[str] = []
         if "blocked_by" in input:
             self._may_manage(task_id)

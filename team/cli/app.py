@@ -8,6 +8,7 @@ import sys
 
 from team.cli import (  # noqa: F401  (imported for their @app.command registrations)
     audit_cmd,
+    coord_cmd,
     demo,
     experiment_cmd,
     import_cmd,
