@@ -224,3 +224,15 @@ def test_log_error_names_file_line_and_problem(tmp_path):
     p.write_text('{"hello": 1}\n{"world": 2}\n')
     with pytest.raises(LogError, match=r"x.jsonl:1: not a session log"):
         read_session(p)
+
+
+def test_subagents_in_their_own_files_are_agents_too(tmp_path):
+    log = S.claude_code(tmp_path / "5e55.jsonl")
+    sub = tmp_path / "5e55" / "subagents"
+    sub.mkdir(parents=True)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    side = [x for x in lines if x.get("isSidechain")]
+    (sub / "agent-9f8e7d6c.jsonl").write_text("".join(json.dumps(x) + "\n" for x in side))
+    s = read_session(log)
+    assert [a.name for a in s.agents] == ["main", "sub-ab12cd34", "sub-9f8e7d6c"]
+    assert len(s.agents[2].replies()) == 2

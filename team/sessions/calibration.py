@@ -72,6 +72,7 @@ class AgentCalibration:
     prefix_tokens: int
     measured: bool
     times: tuple[float | None, ...] = ()
+    cache_ttl: str = "5m"
 
 
 def calibrate(agent: AgentLog) -> AgentCalibration:
@@ -90,10 +91,14 @@ def calibrate(agent: AgentLog) -> AgentCalibration:
     if fitted is None:
         prefix = len(agent.system) + agent.tools_chars
         return AgentCalibration(
-            DEFAULT_CHARS_PER_TOKEN, int(prefix / DEFAULT_CHARS_PER_TOKEN), False, times
+            DEFAULT_CHARS_PER_TOKEN,
+            int(prefix / DEFAULT_CHARS_PER_TOKEN),
+            False,
+            times,
+            agent.cache_ttl,
         )
     per_char, prefix = fitted
-    return AgentCalibration(1.0 / per_char, prefix, True, times)
+    return AgentCalibration(1.0 / per_char, prefix, True, times, agent.cache_ttl)
 
 
 def _fit(points: list[tuple[int, int]]) -> tuple[float, int] | None:
@@ -134,21 +139,26 @@ class Recorded:
 
 def recorded(session: Session) -> Recorded | None:
     """The row from the log's own usage; None when the log has none."""
-    calls = [t.usage for a in session.agents for t in a.turns if t.usage and t.usage.input_total]
+    calls = [
+        (t.usage, a.cache_ttl)
+        for a in session.agents
+        for t in a.turns
+        if t.usage and t.usage.input_total
+    ]
     if not calls:
         total = session.totals
         if total is None:
             return None
         return Recorded(0, total.input_total, billed_input(total), total.output_tokens, 0)
     out = RecordedUsage()
-    for u in calls:
+    for u, _ in calls:
         out = out + u
     return Recorded(
         len(calls),
         out.input_total,
-        sum(billed_input(u) for u in calls),
+        sum(billed_input(u, ttl=ttl) for u, ttl in calls),  # type: ignore[arg-type]
         out.output_tokens,
-        max(u.input_total + u.output_tokens for u in calls),
+        max(u.input_total + u.output_tokens for u, _ in calls),
     )
 
 
@@ -170,7 +180,6 @@ class CalibratedReplay:
         *,
         outputs: dict[str, list[int]] | None = None,
         summary_model: Model | None = None,
-        ttl: str = "5m",
     ) -> None:
         self._turns = {a: deque(ms) for a, ms in turns.items()}
         self._outputs = {a: deque(o) for a, o in (outputs or {}).items()}
@@ -179,7 +188,6 @@ class CalibratedReplay:
         self._summary = summary_model
         self._now: dict[str, float] = {}
         self._caches: dict[str, PromptCache] = {}
-        self._ttl = TTL_SECONDS[ttl]
         self._lock = threading.Lock()
         # id(message) -> (message, identity text, chars): every call re-sends the whole
         # history, and serialising it each time made a long replay quadratic. The
@@ -192,8 +200,9 @@ class CalibratedReplay:
 
     def _cache(self, agent: str) -> PromptCache:
         if agent not in self._caches:
+            ttl = self._cal[agent].cache_ttl if agent in self._cal else "5m"
             self._caches[agent] = PromptCache(
-                ttl=self._ttl, clock=lambda: self._now.get(agent, 0.0)
+                ttl=TTL_SECONDS[ttl], clock=lambda: self._now.get(agent, 0.0)
             )
         return self._caches[agent]
 

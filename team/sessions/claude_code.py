@@ -157,6 +157,8 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
         if o.get("type") == "assistant" and _msg_id(o):
             reply_ids.add(_msg_id(o))
     name_results(agent.turns)
+    if any(_one_hour(o["message"]) for _, o in messages):
+        agent.cache_ttl = "1h"
     report.kept["replies"] += len(agent.replies())
     report.kept["compactions"] += len(agent.compactions)
     agent.model = next(
@@ -214,6 +216,12 @@ def _result_ids(o: dict[str, Any]) -> set[str]:
         for b in content
         if isinstance(b, dict) and b.get("type") == "tool_result"
     }
+
+
+def _one_hour(msg: dict[str, Any]) -> bool:
+    """Newer logs split cache writes by lifetime; Claude Code may write 1-hour entries."""
+    split = (msg.get("usage") or {}).get("cache_creation")
+    return isinstance(split, dict) and as_int(split.get("ephemeral_1h_input_tokens")) > 0
 
 
 def _usage(msg: dict[str, Any]) -> RecordedUsage | None:

@@ -91,6 +91,7 @@ class AgentLog:
     system: str = ""  # the recorded fixed prefix, when the log has it
     tools_chars: int = 0  # characters of the recorded tool definitions, when known
     model: str = ""
+    cache_ttl: str = "5m"  # "1h" when the recorded cache writes were 1-hour ones
 
     def replies(self) -> list[Turn]:
         return [t for t in self.turns if t.role == "assistant"]

@@ -117,6 +117,7 @@ def _usage(u: RecordedUsage | None) -> Usage:
 def _agent_meta(a: AgentLog) -> dict[str, Any]:
     return {
         "model": a.model,
+        "cache_ttl": a.cache_ttl,
         "system_chars": len(a.system),
         "tools_chars": a.tools_chars,
         "times": [t.time for t in a.turns],
@@ -149,6 +150,7 @@ def read_import(ws: Workspace, session: Session) -> None:
         if not m:
             continue
         a.model = m.get("model") or a.model
+        a.cache_ttl = m.get("cache_ttl") or a.cache_ttl
         a.system = " " * int(m.get("system_chars") or 0)
         a.tools_chars = int(m.get("tools_chars") or 0)
         _put_back(a.turns, m.get("times") or [], m.get("recorded_usage") or [])
