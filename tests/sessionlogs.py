@@ -42,6 +42,7 @@ class _Claude:
         self.n = 0
         self.t = T0
         self.context = 0  # chars of the conversation the next call sees
+        self.last_call = -1e9
 
     def _uuid(self) -> str:
         self.n += 1
@@ -72,11 +73,15 @@ class _Claude:
 
     def reply(self, parent: str, msg_id: str, blocks: list[dict[str, Any]], **extra: Any) -> str:
         """One reply, one line per block, chained, all with the same usage."""
-        read = int(PREFIX_TOKENS + self.context / CHARS_PER_TOKEN)
+        seen = int(PREFIX_TOKENS + self.context / CHARS_PER_TOKEN)
+        # after 5 minutes without a call the cache has expired: everything is written again
+        cold = self.t - self.last_call > 300
+        self.last_call = self.t
+        write = seen - 4 if cold else min(300, seen - 4)
         usage = {
             "input_tokens": 4,
-            "cache_creation_input_tokens": 300,
-            "cache_read_input_tokens": max(0, read - 304),
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": seen - 4 - write,
             "output_tokens": 120,
         }
         for b in blocks:

@@ -126,6 +126,7 @@ class Recorded:
     billed_input: float
     output_tokens: int
     peak_context: int
+    cache_write_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +134,7 @@ class Recorded:
             "input_tokens_total": self.input_tokens_total,
             "billed_input": self.billed_input,
             "output_tokens": self.output_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "peak_context": self.peak_context,
         }
 
@@ -149,7 +151,14 @@ def recorded(session: Session) -> Recorded | None:
         total = session.totals
         if total is None:
             return None
-        return Recorded(0, total.input_total, billed_input(total), total.output_tokens, 0)
+        return Recorded(
+            0,
+            total.input_total,
+            billed_input(total),
+            total.output_tokens,
+            0,
+            total.cache_write_tokens,
+        )
     out = RecordedUsage()
     for u, _ in calls:
         out = out + u
@@ -159,6 +168,7 @@ def recorded(session: Session) -> Recorded | None:
         sum(billed_input(u, ttl=ttl) for u, ttl in calls),  # type: ignore[arg-type]
         out.output_tokens,
         max(u.input_total + u.output_tokens for u, _ in calls),
+        out.cache_write_tokens,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from team.config import CompactionConfig
+from team.conversation import ToolResultBlock
 from team.errors import UserError
 from team.llm.base import Model
 from team.sessions.calibration import (
@@ -30,9 +31,11 @@ from team.sessions.calibration import (
 from team.sessions.model import Session
 from team.sessions.read import read_session
 from team.sessions.workspace import read_import, write_workspace
-from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
+from team.study.experiment import STRATEGIES, Experiment, Outcome, Strategy, run_folder
 from team.study.stats import load
 from team.workspace import Workspace
+
+RECORDED = "recorded"
 
 
 @dataclass
@@ -187,12 +190,51 @@ def replay_log(
     return LogExperiment(exp, recorded(session), cal, totals, session, strategies)
 
 
+def recorded_outcome(result: LogExperiment) -> Outcome | None:
+    """The `recorded` row of the table: the log's own figures, where it has them."""
+    r = result.recorded
+    if r is None:
+        return None
+    compactions: dict[str, int] = {}
+    for a in result.session.agents:
+        for c in a.compactions:
+            layer = "manual" if c.trigger == "manual" else "auto"
+            compactions[layer] = compactions.get(layer, 0) + 1
+    results = sum(
+        len(b.content)
+        for a in result.session.agents
+        for t in a.turns
+        for b in t.blocks
+        if isinstance(b, ToolResultBlock)
+    )
+    return Outcome(
+        strategy=RECORDED,
+        billed_input=r.billed_input,
+        total_tokens=r.input_tokens_total + r.output_tokens,
+        cache_write_tokens=r.cache_write_tokens,
+        peak_context=r.peak_context,
+        compactions=compactions,
+        summary_share=None,
+        retention=None,
+        tasks_completed=0,
+        tasks_total=0,
+        agent_calls=r.calls,
+        tool_output_chars=results,
+    )
+
+
 def render(result: LogExperiment) -> str:
-    """The table, with the recorded row and the calibration under it."""
+    """The table with a `recorded` row first, and the calibration under it."""
     from team.study.experiment import render as render_table
 
     builtin = {s.name for s in STRATEGIES}
-    out = [render_table(result.experiment)]
+    exp = result.experiment
+    row = recorded_outcome(result)
+    if row is not None:
+        exp = Experiment(exp.workload, exp.threshold, [row, *exp.outcomes])
+    out = [render_table(exp)]
+    if row is not None:
+        out.append(f"{RECORDED}: what the log's own usage says the session cost")
     out += [f"{s.name}: {s.description}" for s in result.strategies if s.name not in builtin]
     out.append("")
     r = result.recorded
