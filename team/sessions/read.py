@@ -57,8 +57,10 @@ def _file(path: Path, text: str, repair: bool, report: ImportReport) -> Session:
             return trajectories.read_mini(path, doc, report)
         if plain.looks_like(doc):
             return plain.read(path, doc, report)
-        raise LogError(path, None, _unknown())
-    if head == "[":
+        if "\n" in text.strip():
+            raise LogError(path, None, _unknown())
+        # one line: perhaps a JSON Lines log of one record
+    elif head == "[":
         doc = json_document(path, text)
         if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
             return plain.read(path, {"messages": doc}, report)
