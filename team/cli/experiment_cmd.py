@@ -116,20 +116,12 @@ def experiment(
 
 
 def _own_recording(path: Path) -> bool:
-    """One of our sim-recorded workspaces, or a session log inside one (not an imported
-    workspace, and not a log copied elsewhere: that goes through the readers)."""
-    from team.compaction.records import KINDS
+    """One of our own workspaces, or a session log inside one; not an imported workspace,
+    and not a log copied elsewhere (those go through the readers, which detect it)."""
     from team.sessions.workspace import import_path
     from team.workspace import Workspace
 
     if path.is_dir():
         return not import_path(Workspace.at(path)).exists()
     parts = path.resolve().parts
-    if len(parts) < 4 or parts[-4:-2] != (".team", "agents"):
-        return False
-    try:
-        with path.open(encoding="utf-8") as f:
-            first = f.readline()
-        return json.loads(first).get("t") in KINDS
-    except (OSError, ValueError, AttributeError):
-        return False
+    return len(parts) >= 4 and parts[-4:-2] == (".team", "agents")
