@@ -48,10 +48,10 @@ def up(
     ws = workspace(dir)
     config = ws.load_config()
     model_id = model or config.team.model
-    llm = make_model(model_id, sim_latency=sim_latency)
     # before anything starts: an explicit sandbox = "bwrap" that cannot work is an error
     if warning := sandbox.preflight(config, sandbox.detect()):
         print(warning, file=sys.stderr, flush=True)
+    llm = make_model(model_id, sim_latency=sim_latency)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     live = sys.stdout.isatty()
     counter = RunCounter()
