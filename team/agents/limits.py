@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -77,7 +78,7 @@ def pids_cgroup_base() -> Path | None:
         if "pids" in controllers.split(","):  # cgroup v1
             base = _CGROUP_ROOT / "pids" / rel
             if _writable(base):
-                return base
+                return _swept(base)
         elif controllers == "":  # cgroup v2: children get pids only when it is delegated
             base = _CGROUP_ROOT / rel
             try:
@@ -85,8 +86,18 @@ def pids_cgroup_base() -> Path | None:
             except OSError:
                 continue
             if "pids" in enabled and _writable(base):
-                return base
+                return _swept(base)
     return None
+
+
+def _swept(base: Path) -> Path:
+    """`base`, rid of empty cgroups left by team processes that died (kill -9)."""
+    for group in base.glob("team-*-*"):
+        pid = group.name.split("-")[1]
+        if pid.isdigit() and not Path("/proc", pid).exists():
+            with contextlib.suppress(OSError):
+                group.rmdir()
+    return base
 
 
 def _writable(path: Path) -> bool:
@@ -112,12 +123,16 @@ def pids_cgroup(base: Path | None, processes: int) -> Iterator[Path | None]:
     try:
         yield group / "cgroup.procs"
     finally:
-        _remove(group)
+        try:
+            group.rmdir()
+        except OSError:
+            # its last processes are still exiting: wait for them off the tool's path
+            threading.Thread(target=_remove, args=(group,), daemon=True).start()
 
 
 def _remove(group: Path) -> None:
     """rmdir the cgroup once it is empty; anything still in it is killed first."""
-    for _ in range(50):
+    for _ in range(100):
         try:
             group.rmdir()
             return

@@ -169,9 +169,13 @@ def _run(
     reader = threading.Thread(target=_pump, args=(proc, capture), daemon=True)
     reader.start()
 
+    # A blocking wait in a thread wakes us the moment the command exits; polling with
+    # proc.wait(timeout) sleeps in growing steps and added tens of ms to short commands.
+    exited = threading.Event()
+    threading.Thread(target=_reap, args=(proc, exited), daemon=True).start()
     deadline = time.monotonic() + timeout
     timed_out = stopped = flooded = False
-    while proc.poll() is None:
+    while not exited.is_set():
         if capture.over.is_set():
             flooded = True
             break
@@ -182,8 +186,7 @@ def _run(
         if left <= 0:
             timed_out = True
             break
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=min(left, 0.1))
+        exited.wait(min(left, 0.1))
     if timed_out or stopped or flooded:
         _kill_group(proc)
     reader.join(_PIPE_GRACE)
@@ -203,6 +206,11 @@ def _run(
         total=capture.total,
         output_limit=output_limit if flooded else None,
     )
+
+
+def _reap(proc: subprocess.Popen[bytes], exited: threading.Event) -> None:
+    proc.wait()
+    exited.set()
 
 
 def _pump(proc: subprocess.Popen[bytes], capture: _Capture) -> None:
