@@ -314,3 +314,20 @@ def test_modes_without_bwrap(tmp_path: Path) -> None:
     broken = Availability("/usr/bin/bwrap", "bwrap: setting up uid map: Permission denied")
     with pytest.raises(SandboxError, match="uid map"):
         Sandbox.for_agent(ws, explicit, "alice", avail=broken)
+
+
+def test_a_bwrap_that_cannot_sandbox_is_named(tmp_path: Path) -> None:
+    """bwrap present but unable (user namespaces off): its own words, in one line."""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    broken = detect(path=str(fake.parent))
+    assert broken.bwrap == str(fake) and not broken.usable
+    assert "No permissions to creating new namespace" in (broken.problem or "")
+    ws = workspace(tmp_path, 'sandbox = "bwrap"')
+    with pytest.raises(SandboxError) as e:
+        preflight(ws.load_config(), broken)
+    assert "\n" not in str(e.value) and "No permissions" in str(e.value)

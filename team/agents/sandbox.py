@@ -162,7 +162,7 @@ def deny_paths(config: TeamConfig, root: Path) -> tuple[Path, ...]:
         out.append(p if p.is_absolute() else root / p)
     if hist := os.environ.get("HISTFILE"):
         out.append(Path(hist).expanduser())
-    out += [d / ".env" for d in (home, *root.resolve().parents)]
+    out += [d / ".env" for d in (home, *root.resolve().parents) if not d.is_relative_to(root)]
     seen: dict[Path, None] = {}
     for p in out:
         seen.setdefault(_real(p), None)
