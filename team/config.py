@@ -35,7 +35,12 @@ class CompactionConfig(BaseModel):
     min_chars: int = Field(100, ge=0)
     """Results this short or shorter are left alone."""
     clear_at_least: int = Field(0, ge=0)
-    """Cache-aware micro: placeholders only advance when this many tokens clear at once."""
+    """Placeholders only advance when this many tokens clear at once."""
+    micro_policy: Literal["cost", "eager"] = "cost"
+    """When micro clears: "cost" in batches that pay for the cache rewrite they cause,
+    "eager" (the reference design) as soon as the rules allow."""
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    """How long the provider keeps a cached prefix; 1h writes cost 2x base input, not 1.25x."""
     micro: bool = True
     """Turn the micro layer off (for experiments)."""
     auto: bool = True

@@ -49,6 +49,7 @@ class CompactionEvent:
     success: bool = True
     error: str | None = None
     results_cleared: int = 0  # micro only
+    rewrite_tokens: int = 0  # micro only: cached tokens the clear makes the provider rewrite
     retention: float | None = None  # share of ids/names/paths kept (see compaction.retention)
     retention_tasks: float | None = None  # ... of task ids alone
     retention_names: float | None = None  # ... of teammate names alone

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_team
 
-STRATEGIES = {"manual-only", "reference", "cache-aware", "hybrid"}
+STRATEGIES = {"manual-only", "reference", "default", "cache-aware", "hybrid"}
 SMALL = ("--tasks", "3", "--threshold", "12000", "--seed", "3")
 
 
@@ -61,6 +61,14 @@ def test_manual_only_has_no_micro_or_auto_and_the_largest_context(recorded) -> N
     assert none["compactions"]["micro"] == 0 and none["compactions"]["auto"] == 0
     others = [o["peak_context"] for n, o in rows.items() if n != "manual-only"]
     assert none["peak_context"] > max(others)
+
+
+def test_json_rows_keep_the_cost_fields_and_default_is_the_config_default(recorded) -> None:
+    table, _ = recorded
+    for o in table["outcomes"]:
+        assert {"strategy", "billed_input", "cache_read_tokens", "cache_write_tokens"} <= set(o)
+    assert table["strategies"]["default"]["overrides"] == {}
+    assert table["strategies"]["reference"]["overrides"]["micro_policy"] == "eager"
 
 
 def test_cache_aware_micro_writes_less_cache_than_the_reference(recorded) -> None:

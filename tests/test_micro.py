@@ -2,7 +2,7 @@ import copy
 
 from helpers import conversation, tool_round
 
-from team.compaction.micro import MicroCompactor
+from team.compaction.micro import CallCost, MicroCompactor
 from team.config import CompactionConfig
 from team.conversation import Message, ToolResultBlock, ToolUseBlock, validate
 
@@ -12,7 +12,8 @@ def results(view):
 
 
 def micro(**kw):
-    return MicroCompactor(CompactionConfig(**kw))
+    """The reference (eager) policy unless told otherwise: these tests pin its rules."""
+    return MicroCompactor(CompactionConfig(**{"micro_policy": "eager", **kw}))
 
 
 def test_old_results_become_the_exact_placeholder_and_three_newest_stay():
@@ -99,3 +100,69 @@ def test_clear_at_least_advances_only_in_big_steps():
 def test_micro_off_sends_everything():
     msgs = conversation(6)
     assert micro(micro=False).view(msgs).view == msgs
+
+
+# -- the cost policy (the default) --------------------------------------------------------
+
+
+def cost_call(msgs, *, sent=None, calls=10, growth=200.0, auto_at=50_000, cold=False, ctx=None):
+    sent = len(msgs) - 2 if sent is None else sent
+    context = ctx if ctx is not None else sum(m.chars() for m in msgs) // 4
+    return CallCost(context, sent, calls, growth, auto_at, cold)
+
+
+def test_cost_policy_is_the_default_and_waits_while_a_clear_would_not_pay():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(5)  # 2 results (~80 tokens each) are clearable
+    out = mc.view(msgs, cost_call(msgs))
+    # rewriting ~3 rounds after them costs more than the reads it has wasted so far
+    assert out.newly_cleared == 0
+    assert out.view == msgs
+
+
+def test_cost_policy_clears_in_one_batch_once_the_wasted_reads_pay_for_the_rewrite():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(4)
+    clears = []
+    for i in range(4, 40):
+        msgs += tool_round(i)
+        out = mc.view(msgs, cost_call(msgs))
+        if out.newly_cleared:
+            clears.append(out)
+            extra = (1.25 - 0.1) * out.rewrite_tokens
+            assert out.rewrite_tokens > 0 and 0.1 * out.tokens_cleared * 10 >= extra * 0.5
+    assert clears, "never cleared"
+    assert all(c.newly_cleared >= 3 for c in clears)  # batches, not one result a call
+    assert len(clears) < 36 // 3
+
+
+def test_cost_policy_clears_everything_for_free_when_the_cache_is_cold():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(5)
+    out = mc.view(msgs, cost_call(msgs, cold=True))
+    assert out.newly_cleared == 2 and out.rewrite_tokens == 0
+
+
+def test_cost_policy_clears_before_the_context_crosses_the_auto_threshold():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(5)
+    assert mc.view(msgs, cost_call(msgs, ctx=45_000, auto_at=50_000)).newly_cleared == 0
+    assert mc.view(msgs, cost_call(msgs, ctx=49_900, auto_at=50_000)).newly_cleared == 2
+
+
+def test_cost_policy_does_not_clear_when_the_segment_is_about_to_end():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(4)
+    for i in range(4, 20):
+        msgs += tool_round(i)
+        # context growth says the auto threshold is a call away (but not the next one)
+        out = mc.view(msgs, cost_call(msgs, ctx=49_500, growth=400.0, auto_at=50_000))
+        assert out.newly_cleared == 0
+
+
+def test_next_clear_is_the_oldest_clearable_result_not_yet_cleared():
+    mc = micro()
+    msgs = conversation(6)
+    assert mc.next_clear(msgs) == (2, 0)  # the first result
+    mc.view(msgs)  # clears the three oldest
+    assert mc.next_clear(msgs) == (8, 0)  # the fourth result, still kept

@@ -232,16 +232,15 @@ class Agent:
         self.check_stop()
         if self.compactor.should_auto(self.history):
             self.compact("auto", "threshold")
-        view = self.compactor.view(self.history)
+        view, breakpoints = self.compactor.prepare(self.history)
         validate(view)  # a request the API would reject is our bug, never the user's
-        n = len(view)
         request = ModelRequest(
             system=self.system,
             messages=view,
             tools=self.tools,
             max_tokens=self.team.team.max_tokens,
-            # the previous request's end and this one's end: the stable prefix to cache
-            cache_breakpoints=tuple(i for i in (n - 3, n - 1) if i >= 0),
+            cache_breakpoints=breakpoints,
+            cache_ttl=self.compactor.config.cache_ttl,
             agent=self.name,
         )
         estimate = self.compactor.estimate(self.history)
@@ -253,6 +252,7 @@ class Agent:
             raise StepFailed(str(e)) from e
         self._error_backoff = 0.0
         u = response.usage
+        self.compactor.observe(request, u)
         self.sink.emit(
             ModelCallEvent(
                 agent=self.name,

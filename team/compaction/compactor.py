@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from team.compaction.cache_plan import BreakpointPlanner
 from team.compaction.history import History
-from team.compaction.micro import MicroCompactor
+from team.compaction.micro import CallCost, MicroCompactor
 from team.compaction.records import Compaction
 from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed, render_block
-from team.compaction.tokens import estimate, message_tokens
+from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
 from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock
 from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
-from team.llm.base import Model
+from team.llm.base import CachePoint, Model, ModelRequest, Usage
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,7 @@ class Compactor:
         summary_input_budget: int = 120_000,
         root: Path | None = None,
         gate: AutoGate | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -75,6 +78,11 @@ class Compactor:
         self.overhead_chars = overhead_chars
         self.root = root  # transcript paths are shown relative to the workspace
         self.micro = MicroCompactor(config)
+        self.meter = TokenMeter()
+        self.planner = BreakpointPlanner(config.cache_ttl, clock)
+        self._segment_calls = 0
+        self._growth = 0.0  # smoothed context growth per call in this segment
+        self._last_context: int | None = None
         self.summariser = Summariser(
             model,
             agent=agent,
@@ -92,9 +100,31 @@ class Compactor:
 
     def view(self, history: History) -> list[Message]:
         """What is sent: the history with old tool results as placeholders."""
-        out = self.micro.view(history.messages)
+        return self.prepare(history)[0]
+
+    def prepare(self, history: History) -> tuple[list[Message], tuple[CachePoint, ...]]:
+        """The view to send and its cache breakpoints (see `cache_plan`)."""
+        context = self.estimate(history)
+        if self._last_context is not None and context > self._last_context:
+            step = context - self._last_context
+            self._growth = step if not self._growth else 0.7 * self._growth + 0.3 * step
+        self._last_context = context
+        call = CallCost(
+            context_tokens=context,
+            sent_messages=self.planner.sent_messages,
+            calls=self._segment_calls,
+            growth=self._growth,
+            auto_at=self.auto_bar(history) if self.config.auto and not self.paused else None,
+            cold=self.planner.cold(),
+            tokens=self.meter.tokens,
+        )
+        out = self.micro.view(history.messages, call)
+        breakpoints = self.planner.plan(
+            out.view, self.micro.next_clear(history.messages), out.oldest_cleared
+        )
         if out.newly_cleared:  # only then count tokens: this runs before every call
-            after = message_tokens(out.view)
+            after = self.meter.tokens(sum(m.chars() for m in out.view))
+            self._last_context = max(0, context - out.tokens_cleared)
             self.sink.emit(
                 CompactionEvent(
                     agent=self.agent,
@@ -105,25 +135,45 @@ class Compactor:
                     messages_before=len(history.messages),
                     messages_after=len(out.view),
                     results_cleared=out.newly_cleared,
+                    rewrite_tokens=out.rewrite_tokens,
                 )
             )
-        return out.view
+        return out.view, breakpoints
+
+    def observe(self, request: ModelRequest, usage: Usage) -> None:
+        """An agent call was answered: calibrate the token ratio, remember what is cached."""
+        chars = self.overhead_chars + sum(m.chars() for m in request.messages)
+        self.meter.observe(
+            chars, usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        )
+        self.planner.sent_request(request.messages)
+        self._segment_calls += 1
+
+    def new_segment(self) -> None:
+        """Forget the segment's micro decisions and cached-prefix bookkeeping."""
+        self.micro.reset()
+        self.planner.reset()
+        self._segment_calls = 0
+        self._growth = 0.0
+        self._last_context = None
 
     # -- layers 2 and 3 ------------------------------------------------------------------
 
     def estimate(self, history: History) -> int:
-        return estimate(history, self.overhead_chars)
+        return estimate(history, self.overhead_chars, self.meter)
 
-    def should_auto(self, history: History) -> bool:
+    def auto_bar(self, history: History) -> int:
         # After a compaction the context must grow again before the next one: when the
         # fresh context alone is near the threshold, every call would pay for a summary.
-        bar = max(self.config.threshold, history.floor + self.config.threshold // 2)
+        return max(self.config.threshold, history.floor + self.config.threshold // 2)
+
+    def should_auto(self, history: History) -> bool:
         return (
             self.config.auto
             and not self.gate.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
-            and self.estimate(history) > bar
+            and self.estimate(history) > self.auto_bar(history)
         )
 
     def compact(
@@ -171,7 +221,7 @@ class Compactor:
             messages_before=len(history.messages),
             summary_chars=len(summary),
         )
-        self.micro.reset()
+        self.new_segment()
         self.gate.failures = 0
         if tokens_after > self.config.threshold:
             log.warning(

@@ -2,15 +2,34 @@
 
 This is a view over the stored history, never an edit of it: the stored messages keep
 the full text, so transcripts and summaries always see what really happened.
+
+Which results are replaced follows the rules (`keep_recent`, `preserve_tools`,
+`min_chars`); *when* they are replaced is the policy's call:
+
+- `eager` (the reference design): every result the rules allow, as soon as they allow it
+  (optionally only once `clear_at_least` tokens clear at once);
+- `cost` (the default): a clear is a purchase. It changes the prompt from the oldest
+  cleared result on, so the provider's cache is written again from there to the end,
+  once, at the write price instead of the read price. It saves the read price of the
+  cleared tokens on every later call. So results are cleared in batches: when the reads
+  wasted on clearable results since the last clear have reached the rewrite's extra cost
+  (the rent-or-buy balance, which makes the batches as large as they pay) and the calls
+  left in the segment will save more than the rewrite costs; at once when the cache has
+  expired anyway (nothing to rewrite); and whatever is clearable when the context would
+  otherwise cross the auto threshold on the next call (a clear is cheaper than a summary).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from team.compaction.tokens import chars_to_tokens
 from team.config import CompactionConfig
 from team.conversation import Message, ToolResultBlock
+from team.llm.prices import READ, write_multiplier
+
+BlockRef = tuple[int, int]  # (message index, block index)
 
 
 def placeholder(tool: str) -> str:
@@ -18,73 +37,175 @@ def placeholder(tool: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class CallCost:
+    """What the cost policy knows about the call the view is for.
+
+    Attributes:
+        context_tokens: the estimated context of the call before any new clear.
+        sent_messages: how many messages the previous call of this segment sent (its end
+            is what the cache holds); 0 before the first call.
+        calls: calls made so far in this segment.
+        growth: typical context growth per call in this segment, in tokens.
+        auto_at: the context above which auto-compaction runs; None when it is off.
+        cold: the cache has expired (the last call is older than the TTL).
+        tokens: characters -> tokens, with the agent's calibrated ratio.
+    """
+
+    context_tokens: int
+    sent_messages: int = 0
+    calls: int = 0
+    growth: float = 0.0
+    auto_at: int | None = None
+    cold: bool = False
+    tokens: Callable[[int], int] = chars_to_tokens
+
+
+@dataclass(frozen=True, slots=True)
 class MicroOutcome:
-    """The view to send, and what this call newly cleared (for the micro event)."""
+    """The view to send, and what this call newly cleared (for the micro event).
+
+    `rewrite_tokens` estimates the cached tokens the clear makes the provider write again
+    (from the oldest newly cleared result to the previous call's end).
+    """
 
     view: list[Message]
     newly_cleared: int
     tokens_cleared: int
+    rewrite_tokens: int = 0
+    oldest_cleared: BlockRef | None = None
 
 
 class MicroCompactor:
     """Decides which tool results are replaced, and keeps that decision stable.
 
     Once a result is replaced it stays replaced for the rest of the segment: flipping it
-    back would change the prefix the provider has cached. With `clear_at_least`, new
-    replacements wait until together they clear at least that many tokens, so the
-    cached prefix survives between clears (each clear invalidates the cache from the
-    first changed message on, so fewer, larger clears are cheaper).
+    back would change the prefix the provider has cached.
     """
 
     def __init__(self, config: CompactionConfig) -> None:
         self.config = config
         self._cleared: set[str] = set()
+        self._wasted = 0.0  # base-price tokens read for clearable results since a clear
 
     def reset(self) -> None:
         """A new segment starts: nothing in it has been replaced yet."""
         self._cleared = set()
+        self._wasted = 0.0
 
     @property
     def cleared(self) -> frozenset[str]:
         return frozenset(self._cleared)
 
+    def _eligible(self, b: ToolResultBlock) -> bool:
+        cfg = self.config
+        return b.name not in cfg.preserve_tools and len(b.content) > cfg.min_chars
+
     def candidates(self, messages: list[Message]) -> list[ToolResultBlock]:
         """Results the rules allow to be replaced, oldest first."""
+        return [b for _, b in self._candidates(messages)]
+
+    def _candidates(self, messages: list[Message]) -> list[tuple[BlockRef, ToolResultBlock]]:
         cfg = self.config
         last_assistant = -1
-        results: list[tuple[int, ToolResultBlock]] = []
+        results: list[tuple[BlockRef, ToolResultBlock]] = []
         for i, m in enumerate(messages):
             if m.role == "assistant":
                 last_assistant = i
             else:
-                for b in m.content:
+                for j, b in enumerate(m.content):
                     if isinstance(b, ToolResultBlock):
-                        results.append((i, b))
+                        results.append(((i, j), b))
         if cfg.keep_recent:
             results = results[: -cfg.keep_recent]
-        preserve = set(cfg.preserve_tools)
         return [
-            b
-            for i, b in results
+            (ref, b)
+            for ref, b in results
             # results after the last assistant turn have not been seen by the model yet
-            if i < last_assistant and b.name not in preserve and len(b.content) > cfg.min_chars
+            if ref[0] < last_assistant and self._eligible(b)
         ]
 
-    def view(self, messages: list[Message]) -> MicroOutcome:
-        """The messages to send, with every cleared result as a placeholder."""
+    def next_clear(self, messages: list[Message]) -> BlockRef | None:
+        """The oldest result not yet replaced that the rules may replace some day.
+
+        Everything before it stays as it is until the next clear, so it is the point up
+        to which a clear still reads the cache.
+        """
+        if not self.config.micro:
+            return None
+        for i, m in enumerate(messages):
+            if m.role != "user":
+                continue
+            for j, b in enumerate(m.content):
+                if (
+                    isinstance(b, ToolResultBlock)
+                    and b.tool_use_id not in self._cleared
+                    and self._eligible(b)
+                ):
+                    return i, j
+        return None
+
+    def view(self, messages: list[Message], call: CallCost | None = None) -> MicroOutcome:
+        """The messages to send, with every cleared result as a placeholder.
+
+        Args:
+            messages: the stored segment, full text.
+            call: what the cost policy weighs; without it the cost policy clears only
+                what the eager one would with `clear_at_least` (no information, no bet).
+        """
         if not self.config.micro:
             return MicroOutcome(list(messages), 0, 0)
-        new = [b for b in self.candidates(messages) if b.tool_use_id not in self._cleared]
-        new_tokens = sum(chars_to_tokens(len(b.content)) for b in new)
-        newly = 0
-        if new and new_tokens >= self.config.clear_at_least:
-            self._cleared.update(b.tool_use_id for b in new)
-            newly = len(new)
-        else:
-            new_tokens = 0
+        new = [
+            (ref, b) for ref, b in self._candidates(messages) if b.tool_use_id not in self._cleared
+        ]
+        tokens = call.tokens if call else chars_to_tokens
+        new_tokens = sum(tokens(len(b.content)) for _, b in new)
+        rewrite = 0
+        if new:
+            rewrite = self._rewrite_tokens(messages, new[0][0], new_tokens, call)
+        if new and self._decide(new_tokens, rewrite, call):
+            self._cleared.update(b.tool_use_id for _, b in new)
+            self._wasted = 0.0
+            return MicroOutcome(self._apply(messages), len(new), new_tokens, rewrite, new[0][0])
+        if call is not None:
+            self._wasted += READ * new_tokens  # this call reads them: what not clearing cost
         if not self._cleared:
             return MicroOutcome(list(messages), 0, 0)
-        return MicroOutcome(self._apply(messages), newly, new_tokens)
+        return MicroOutcome(self._apply(messages), 0, 0)
+
+    def _rewrite_tokens(
+        self, messages: list[Message], oldest: BlockRef, cleared: int, call: CallCost | None
+    ) -> int:
+        """Cached tokens after `oldest` that a clear now makes the provider write again."""
+        if call is None or call.cold or call.sent_messages == 0:
+            return 0
+        i, j = oldest
+        end = min(call.sent_messages, len(messages))
+        if i >= end:
+            return 0
+        chars = sum(b.chars() for b in messages[i].content[j:])
+        chars += sum(m.chars() for m in messages[i + 1 : end])
+        return max(0, call.tokens(chars) - cleared)
+
+    def _decide(self, new_tokens: int, rewrite: int, call: CallCost | None) -> bool:
+        cfg = self.config
+        if new_tokens < cfg.clear_at_least:
+            return False
+        if cfg.micro_policy == "eager" or call is None:
+            return cfg.micro_policy == "eager" or cfg.clear_at_least > 0
+        if call.cold or rewrite == 0:
+            return True  # nothing cached to lose: clearing is free
+        if call.auto_at is not None and call.context_tokens + call.growth > call.auto_at:
+            return True  # shrink now, or the next call pays for a summary
+        extra = (write_multiplier(cfg.cache_ttl) - READ) * rewrite
+        saving_per_call = READ * new_tokens
+        return self._wasted >= extra and saving_per_call * self._calls_left(call) >= extra
+
+    @staticmethod
+    def _calls_left(call: CallCost) -> float:
+        """Expected calls left in this segment: until the auto threshold, at this growth."""
+        if call.auto_at is not None and call.growth > 0:
+            return max(0.0, (call.auto_at - call.context_tokens) / call.growth)
+        return float(call.calls)  # no auto: expect the segment to go on as long again
 
     def _apply(self, messages: list[Message]) -> list[Message]:
         cleared = self._cleared

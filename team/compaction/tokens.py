@@ -1,4 +1,11 @@
-"""Token accounting: the last response's real usage plus ~chars/4 of what came since."""
+"""Token accounting: the last response's real usage, plus what came since at this agent's
+own characters-per-token ratio.
+
+A fixed 4 characters a token is wrong for real sessions (Claude Code logs show 2.0-2.8:
+code, JSON and paths tokenise densely), so a 50,000-token threshold counted at chars/4
+fires at 70-100k real tokens. `TokenMeter` learns the ratio from each call: the
+characters the request carried over the input tokens the API counted for it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,8 @@ from team.compaction.history import History
 from team.conversation import Message
 
 CHARS_PER_TOKEN = 4
+MIN_RATIO, MAX_RATIO = 1.0, 8.0  # outside this the observation is not a text prompt
+MIN_OBSERVED_TOKENS = 200  # a tiny request says little about the ratio
 
 
 def chars_to_tokens(chars: int) -> int:
@@ -16,15 +25,44 @@ def message_tokens(messages: list[Message]) -> int:
     return chars_to_tokens(sum(m.chars() for m in messages))
 
 
-def estimate(history: History, overhead_chars: int = 0) -> int:
-    """Estimated context tokens of the next call (DESIGN §6).
+class TokenMeter:
+    """One agent's characters-per-token ratio, calibrated on its own calls.
+
+    Args:
+        chars_per_token: the ratio until the first observation.
+    """
+
+    def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+        self.ratio = float(chars_per_token)
+        self.observed = 0
+
+    def tokens(self, chars: int) -> int:
+        """Estimated tokens of `chars` characters of prompt."""
+        return int(chars / self.ratio + 0.999)
+
+    def observe(self, chars: int, input_tokens: int) -> None:
+        """Learn from one call: `chars` of request that the API counted as `input_tokens`.
+
+        The latest call weighs most (it covers the whole current context), smoothed so
+        that one odd request does not swing the threshold.
+        """
+        if input_tokens < MIN_OBSERVED_TOKENS or chars <= 0:
+            return
+        ratio = min(MAX_RATIO, max(MIN_RATIO, chars / input_tokens))
+        self.ratio = ratio if self.observed == 0 else 0.5 * self.ratio + 0.5 * ratio
+        self.observed += 1
+
+
+def estimate(history: History, overhead_chars: int = 0, meter: TokenMeter | None = None) -> int:
+    """Estimated context tokens of the next call (see docs/design.md, compaction).
 
     Before the first response of a segment there is no real usage to anchor on, so the
-    whole segment (plus the system prompt and tools, `overhead_chars`) is counted at
-    chars/4. After it, the API's own count is exact for everything up to the response,
-    and only what was appended since is estimated.
+    whole segment (plus the system prompt and tools, `overhead_chars`) is converted at
+    the agent's ratio. After it, the API's own count is exact for everything up to the
+    response, and only what was appended since is estimated.
     """
+    convert = meter.tokens if meter else chars_to_tokens
     if history.usage_tokens is None:
-        return chars_to_tokens(overhead_chars + sum(m.chars() for m in history.messages))
+        return convert(overhead_chars + sum(m.chars() for m in history.messages))
     tail = history.messages[history.usage_index :]
-    return history.usage_tokens + chars_to_tokens(sum(m.chars() for m in tail))
+    return history.usage_tokens + convert(sum(m.chars() for m in tail))

@@ -1,9 +1,10 @@
 """`AnthropicModel`: the `Model` protocol on the official `anthropic` SDK.
 
 The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL. This class adds request building
-(prompt-cache breakpoints, tool choice), response mapping, and one-line errors classified
-for the agent loop (see `team.llm.base`): permanent (401, 403, 404, other 4xx), transient
-(408, 409, 429, 5xx, 529, timeouts, connections) and prompt-too-long (400 "prompt is too
+(prompt-cache breakpoints, tool choice: `anthropic_request`), response mapping, and
+one-line errors classified for the agent loop (see `team.llm.base`): permanent (401,
+403, 404, other 4xx), transient (408, 409, 429, 5xx, 529, timeouts, connections) and
+prompt-too-long (400 "prompt is too
 long", 413). By default the SDK makes no retries of its own: its backoff sleeps inside
 the call, where a stop request cannot interrupt it (a retry-after of minutes is honoured
 whole), so the agent loop retries instead and shows `waiting: <reason>, retry in Ns`.
@@ -16,8 +17,9 @@ from typing import Any
 
 import anthropic
 
-from team.conversation import Block, TextBlock, ToolUseBlock, to_api
+from team.conversation import Block, TextBlock, ToolUseBlock
 from team.errors import UserError
+from team.llm.anthropic_request import request_params
 from team.llm.base import (
     ModelError,
     ModelRequest,
@@ -28,8 +30,6 @@ from team.llm.base import (
     Usage,
 )
 
-MAX_BREAKPOINTS = 4  # the API rejects a request with more cache_control blocks than this
-EPHEMERAL = {"type": "ephemeral"}
 TRANSIENT_STATUSES = {408, 409, 429}  # plus every 5xx (529 overloaded among them)
 TOO_LARGE_STATUS = 413  # the request body is over the API's byte limit
 # How the API words a request that does not fit the context window (a 400).
@@ -114,27 +114,7 @@ class AnthropicModel:
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for this request."""
-        params: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": request.max_tokens,
-            "messages": to_api(request.messages),
-        }
-        system_breakpoint = False
-        if request.system.strip():  # the API rejects an empty system text block
-            block: dict[str, Any] = {"type": "text", "text": request.system}
-            if request.cache_system:
-                block["cache_control"] = dict(EPHEMERAL)
-                system_breakpoint = True
-            params["system"] = [block]
-        if request.tools:
-            params["tools"] = [t.to_api() for t in request.tools]
-            if request.tool_choice == "none":
-                params["tool_choice"] = {"type": "none"}
-        for i in message_breakpoints(request, MAX_BREAKPOINTS - system_breakpoint):
-            content = params["messages"][i]["content"]
-            if content:  # an empty message is the API's 400 to report, not an IndexError here
-                content[-1]["cache_control"] = dict(EPHEMERAL)
-        return params
+        return request_params(self.name, request)
 
     def _status_error(self, e: anthropic.APIStatusError) -> ModelError:
         """The classified, one-line error for an HTTP error answer."""
@@ -167,21 +147,6 @@ class AnthropicModel:
         if self._secret:
             line = line.replace(self._secret, "***")
         return line[:500]
-
-
-def message_breakpoints(request: ModelRequest, budget: int) -> list[int]:
-    """Message indexes to mark, newest first kept: the oldest are dropped to fit `budget`.
-
-    Raises:
-        ValueError: an index outside `request.messages` (a caller's bookkeeping bug).
-    """
-    indexes = sorted(set(request.cache_breakpoints))
-    for i in indexes:
-        if not 0 <= i < len(request.messages):
-            raise ValueError(
-                f"cache breakpoint {i} is outside the {len(request.messages)} messages"
-            )
-    return indexes[-budget:] if budget > 0 else []
 
 
 def response_from(reply: Any) -> ModelResponse:

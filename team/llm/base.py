@@ -44,12 +44,33 @@ class Usage:
         )
 
 
+CacheTTL = Literal["5m", "1h"]
+CachePoint = int | tuple[int, int]
+"""Where a cached prefix ends: `i` is the last block of message i, `(i, j)` block j of it."""
+
+
+def cache_block(point: CachePoint, messages: list[Message]) -> tuple[int, int]:
+    """The (message, block) a `CachePoint` names.
+
+    Raises:
+        ValueError: it is outside `messages` (a caller's bookkeeping bug).
+    """
+    i, j = (point, -1) if isinstance(point, int) else point
+    if not 0 <= i < len(messages):
+        raise ValueError(f"cache breakpoint {point} is outside the {len(messages)} messages")
+    n = len(messages[i].content)
+    j = n - 1 if j == -1 else j
+    if not 0 <= j < n:
+        raise ValueError(f"cache breakpoint {point} is outside message {i}'s {n} blocks")
+    return i, j
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One call. `messages` must already pass `conversation.validate`.
 
-    `cache_breakpoints` are indexes into `messages` whose last block ends a stable
-    prefix worth caching (at most 4 in all, counting the system prompt's).
+    `cache_breakpoints` are where stable prefixes worth caching end (see `CachePoint`;
+    at most 4 in all, counting the system prompt's), and `cache_ttl` how long they live.
     `purpose` is "agent" for a turn and "summary" for a compaction summary.
     """
 
@@ -58,8 +79,9 @@ class ModelRequest:
     tools: list[ToolSpec] = field(default_factory=list)
     max_tokens: int = 8000
     tool_choice: Literal["auto", "none"] = "auto"
-    cache_breakpoints: tuple[int, ...] = ()
+    cache_breakpoints: tuple[CachePoint, ...] = ()
     cache_system: bool = True
+    cache_ttl: CacheTTL = "5m"
     purpose: Literal["agent", "summary"] = "agent"
     agent: str = ""
 

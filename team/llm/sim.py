@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 
 from team.conversation import Block, InvalidConversation, TextBlock, ToolUseBlock, validate
-from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage
+from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage, cache_block
+from team.llm.prices import TTL_SECONDS
 from team.llm.sim_cache import MIN_TOKENS, Piece, PromptCache
 from team.llm.sim_policy import decide
 from team.llm.sim_summary import summarise
@@ -95,16 +96,11 @@ class SimModel:
         return (TextBlock(reply.text), *uses)
 
     def _usage(self, request: ModelRequest, content: tuple[Block, ...]) -> Usage:
-        pieces = [
-            _piece(json.dumps([t.to_api() for t in request.tools], sort_keys=True)),
-            _piece(request.system),
-            *(_piece(json.dumps(m.to_dict(), sort_keys=True)) for m in request.messages),
-        ]
-        marks = [2 + i for i in request.cache_breakpoints]
-        if request.cache_system:
-            marks.append(1)
         try:
-            charge = self.cache(request.agent).charge(pieces, marks)
+            pieces, marks = cache_pieces(request)
+            charge = self.cache(request.agent).charge(
+                pieces, marks, ttl=TTL_SECONDS[request.cache_ttl]
+            )
         except ValueError as e:
             raise ModelError(f"invalid request (the API would answer 400): {e}") from e
         out = sum(
@@ -122,6 +118,31 @@ class SimModel:
 
 def _piece(text: str) -> Piece:
     return Piece(text, tokens(text))
+
+
+def cache_pieces(request: ModelRequest) -> tuple[list[Piece], list[int]]:
+    """The request as the API's cache sees it: blocks in order, and the marked ones.
+
+    One piece per tool, the system prompt, then one per content block (the first block
+    of a message carries its role), so the 20-block lookback counts blocks as the API
+    does.
+
+    Raises:
+        ValueError: a breakpoint outside the messages.
+    """
+    pieces = [_piece(json.dumps(t.to_api(), sort_keys=True)) for t in request.tools]
+    pieces.append(_piece(request.system))
+    marks = [len(pieces) - 1] if request.cache_system else []
+    starts = []
+    for m in request.messages:
+        starts.append(len(pieces))
+        for k, b in enumerate(m.content):
+            text = json.dumps(b.to_dict(), sort_keys=True)
+            pieces.append(_piece(f"{m.role}\n{text}" if k == 0 else text))
+    for point in request.cache_breakpoints:
+        i, j = cache_block(point, request.messages)
+        marks.append(starts[i] + j)
+    return pieces, marks
 
 
 def _call_id_base(request: ModelRequest, seed: int) -> str:

@@ -8,12 +8,13 @@ The rules follow the Messages API's documented behaviour:
   a bounded number of blocks before each breakpoint;
 - tokens from the end of what was read up to the last breakpoint are written, and every
   breakpoint's prefix becomes an entry; the rest of the request is plain input;
-- prefixes shorter than a minimum (1024 tokens for most models) are not cached;
-- an entry lives 5 minutes from its last use (read or write).
+- prefixes shorter than a minimum (per model, see `team.llm.prices`) are not cached;
+- an entry lives for its TTL (5 minutes, or 1 hour) from its last use (read or write),
+  so calls further apart than that find the cache cold.
 
-A piece is whatever the caller chooses as one cacheable unit; `SimModel` uses the tools,
-the system prompt and then one piece per message, so a breakpoint at message i covers
-everything up to the end of message i.
+A piece is whatever the caller chooses as one cacheable unit. `SimModel` uses blocks, as
+the API does: one per tool, the system prompt, then one per content block of each
+message, so the lookback counts what the API counts.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class PromptCache:
         self.ttl = ttl
         self.lookback = lookback
         self._clock = clock
-        self._entries: dict[bytes, float] = {}  # prefix digest -> last used
+        self._entries: dict[bytes, tuple[float, float]] = {}  # digest -> (last used, ttl)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -87,12 +88,16 @@ class PromptCache:
         self,
         pieces: Sequence[Piece | tuple[str, int]],
         breakpoints: Iterable[int],
+        *,
+        ttl: float | None = None,
     ) -> CacheCharge:
         """Account one request against the cache, and update the cache as the API would.
 
         Args:
             pieces: the prompt in order, as `Piece`s or `(text, tokens)` pairs.
             breakpoints: indexes into `pieces`; each ends a prefix to cache.
+            ttl: seconds the entries this request reads or writes live (default: the
+                cache's own).
 
         Returns:
             The split of the request's input tokens.
@@ -115,20 +120,21 @@ class PromptCache:
         if not marks:
             return CacheCharge(input_tokens=total)
 
+        life = self.ttl if ttl is None else ttl
         with self._lock:
             now = self._clock()
             self._expire(now)
             read = self._longest_hit(digests, marks)
             read_tokens = ends[read] if read is not None else 0
-            if read is not None:
-                self._entries[digests[read]] = now
+            if read is not None:  # a read refreshes the entry, for at least its own TTL
+                self._entries[digests[read]] = (now, max(life, self._entries[digests[read]][1]))
             last = marks[-1]
             written = 0
-            if ends[last] >= self.min_tokens:
+            if ends[last] >= self.min_tokens and ends[last] > read_tokens:
                 written = ends[last] - read_tokens
                 for m in marks:
-                    if ends[m] >= self.min_tokens:
-                        self._entries[digests[m]] = now
+                    if ends[m] >= self.min_tokens and m != read:
+                        self._entries[digests[m]] = (now, life)
         return CacheCharge(
             input_tokens=total - read_tokens - written,
             cache_read_tokens=read_tokens,
@@ -144,7 +150,7 @@ class PromptCache:
         return None
 
     def _expire(self, now: float) -> None:
-        stale = [d for d, used in self._entries.items() if now - used > self.ttl]
+        stale = [d for d, (used, life) in self._entries.items() if now - used > life]
         for d in stale:
             del self._entries[d]
 

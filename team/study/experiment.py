@@ -30,6 +30,7 @@ from team.study.workload import Workload, prepare
 from team.workspace import Workspace
 
 REFERENCE = "reference"
+DEFAULT = "default"
 CLEAR_AT_LEAST = 10_000
 """Tokens a cache-aware micro clear must free at once. A clear re-writes the cache from
 the first changed message on (1.25x instead of 0.1x for the ~10k tokens after it here,
@@ -58,6 +59,8 @@ class Strategy:
         return {**self.overrides, "threshold": int(threshold * self.threshold_factor)}
 
 
+EAGER = {"micro_policy": "eager"}
+
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
         "manual-only",
@@ -67,20 +70,26 @@ STRATEGIES: tuple[Strategy, ...] = (
     ),
     Strategy(
         REFERENCE,
-        "the reference defaults: keep_recent 3, preserve read_file, min_chars 100, "
-        "auto at the threshold",
+        "the reference design: keep_recent 3, preserve read_file, min_chars 100, micro "
+        "clears as soon as the rules allow (micro_policy eager), auto at the threshold",
+        EAGER,
+    ),
+    Strategy(
+        DEFAULT,
+        "what a team.toml with no [compaction] gets: the reference rules, micro clears in "
+        "batches that pay for the cache rewrite (micro_policy cost), auto at the threshold",
         {},
     ),
     Strategy(
         "cache-aware",
         f"reference, but micro clears only when it frees >= {CLEAR_AT_LEAST:,} tokens at once",
-        {"clear_at_least": CLEAR_AT_LEAST},
+        {**EAGER, "clear_at_least": CLEAR_AT_LEAST},
     ),
     Strategy(
         "hybrid",
         "masking window of 5 results over every tool (read_file too), cleared cache-aware "
         f"(>= {CLEAR_AT_LEAST:,} tokens), summary deferred to 2x the threshold",
-        {"keep_recent": 5, "preserve_tools": [], "clear_at_least": CLEAR_AT_LEAST},
+        {**EAGER, "keep_recent": 5, "preserve_tools": [], "clear_at_least": CLEAR_AT_LEAST},
         threshold_factor=2.0,
     ),
 )
@@ -102,6 +111,7 @@ class Outcome:
     billed_input: float  # base-price input tokens, summaries included
     total_tokens: int  # input + cache read + cache write + output, every call
     cache_write_tokens: int
+    cache_read_tokens: int
     peak_context: int  # the largest context one agent call saw and produced
     compactions: dict[str, int]  # successful compactions by layer
     summary_share: float | None  # summary calls' share of (billed input + output)
@@ -146,6 +156,7 @@ def outcome(
         + team.cache_write_tokens
         + team.output_tokens,
         cache_write_tokens=team.cache_write_tokens,
+        cache_read_tokens=team.cache_read_tokens,
         peak_context=max((context_tokens(r) for r in agent_rows), default=0),
         compactions={layer: ls.ok for layer, ls in team.compactions.items()},
         summary_share=team.summary_share,
