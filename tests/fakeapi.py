@@ -3,7 +3,8 @@
 `FakeMessagesAPI` is a real HTTP server on 127.0.0.1 (the SDK runs on httpx2, so only a
 real socket intercepts it). It validates every POST /v1/messages on the raw JSON,
 independently of `team.conversation`, so it checks our client rather than echoing it,
-answers valid requests through a `responder`, simulates the prompt cache by prefix match,
+answers valid requests through a `responder`, simulates the prompt cache per block
+(`fakeapi_cache`: lookback, per-model minimum, TTL),
 can inject failures (429/529/500, and 401/403/404 with `fail_next`), and with
 `context_window` answers an over-long request with the API's prompt-too-long 400. Every
 call is recorded for assertions.
@@ -24,6 +25,7 @@ import random
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # imported as tests.fakeapi
-    from .fakeapi_rules import PromptCache, request_problems, tokens
+    from .fakeapi_cache import PromptCache
+    from .fakeapi_rules import request_problems, tokens
 else:  # tests/ on sys.path (pytest's default) or run as a script
-    from fakeapi_rules import PromptCache, request_problems, tokens
+    from fakeapi_cache import PromptCache
+    from fakeapi_rules import request_problems, tokens
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -112,6 +116,7 @@ class FakeMessagesAPI:
         record_path: also append every call as a JSON line here (for other processes).
         context_window: when set, a valid request estimated above this many tokens is
             answered 400 "prompt is too long", as the real API does past the window.
+        clock: the prompt cache's clock (monotonic seconds), so tests can expire it.
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class FakeMessagesAPI:
         record_path: str | os.PathLike[str] | None = None,
         port: int = 0,
         context_window: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.responder = responder or text_responder()
         self.failure_rate = failure_rate
@@ -133,7 +139,7 @@ class FakeMessagesAPI:
         self.retry_after_ms = retry_after_ms
         self.allow_prefill = allow_prefill
         self.context_window = context_window
-        self.cache = PromptCache()
+        self.cache = PromptCache(clock)
         self.calls: list[Call] = []
         self._rng = random.Random(seed)
         self._queued: list[int] = []
@@ -250,7 +256,7 @@ class FakeMessagesAPI:
             return status, {"x-should-retry": "false"}, out
 
     def _respond(self, body: dict[str, Any]) -> dict[str, Any]:
-        input_tokens, read, write = self.cache.account(body)
+        counted = self.cache.account(body)
         if body["max_tokens"] == 0:  # pre-warming: cache written, nothing generated
             reply: dict[str, Any] = {"content": [], "stop_reason": "max_tokens"}
         else:
@@ -266,10 +272,14 @@ class FakeMessagesAPI:
             content.append(block)
         has_tool_use = any(b.get("type") == "tool_use" for b in content)
         usage = {
-            "input_tokens": input_tokens,
+            "input_tokens": counted["input_tokens"],
             "output_tokens": tokens(len(json.dumps(content))) if content else 0,
-            "cache_creation_input_tokens": write,
-            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": counted["cache_creation_input_tokens"],
+            "cache_read_input_tokens": counted["cache_read_input_tokens"],
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": counted["ephemeral_5m"],
+                "ephemeral_1h_input_tokens": counted["ephemeral_1h"],
+            },
             **reply.get("usage", {}),
         }
         return {

@@ -1,4 +1,4 @@
-"""What the Messages API rejects, checked on the raw JSON; and a prefix-match prompt cache.
+"""What the Messages API rejects, checked on the raw JSON (the cache is in fakeapi_cache).
 
 Written from the API's documented rules, independently of `team.conversation`, so the fake
 server checks our client instead of agreeing with it by construction.
@@ -6,10 +6,7 @@ server checks our client instead of agreeing with it by construction.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -289,56 +286,3 @@ def _result_content_problems(at: str, content: Any) -> Iterator[str]:
 def tokens(chars: int) -> int:
     """Estimated tokens of `chars` characters (about four per token)."""
     return (chars + 3) // 4
-
-
-class PromptCache:
-    """Prefix-match cache: a breakpoint stores the hash of everything up to its block.
-
-    The prefix runs tools -> system -> messages, as the API hashes it. A request reads
-    the longest cached prefix ending at any block up to its last breakpoint, and writes
-    from there to its last breakpoint. No TTL, no minimum size: simple on purpose.
-    """
-
-    def __init__(self) -> None:
-        self._entries: set[str] = set()
-        self._lock = threading.Lock()
-
-    def account(self, body: dict[str, Any]) -> tuple[int, int, int]:
-        """Return (input_tokens, cache_read, cache_write) for a valid request body."""
-        segments: list[tuple[str, bool]] = []
-        for tool in body.get("tools") or []:
-            segments.append(_segment(tool))
-        system = body.get("system")
-        if isinstance(system, str) and system:
-            segments.append((system, False))
-        for block in system if isinstance(system, list) else []:
-            segments.append(_segment(block))
-        for msg in body["messages"]:
-            content = msg["content"]
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            segments.append((msg["role"], False))
-            segments.extend(_segment(b) for b in blocks)
-        if "cache_control" in body and segments:  # automatic: the last cacheable block
-            segments[-1] = (segments[-1][0], True)
-        digest, total, prefix = hashlib.sha256(), 0, []
-        for text, _ in segments:
-            digest.update(text.encode() + b"\0")
-            total += tokens(len(text))
-            prefix.append((digest.hexdigest(), total))
-        marks = [i for i, (_, marked) in enumerate(segments) if marked]
-        total = max(total, 1)
-        if not marks:
-            return total, 0, 0
-        with self._lock:
-            read_at = max(
-                (i for i in range(marks[-1] + 1) if prefix[i][0] in self._entries), default=-1
-            )
-            self._entries.update(prefix[i][0] for i in marks)
-        read = prefix[read_at][1] if read_at >= 0 else 0
-        write = prefix[marks[-1]][1] - read if marks[-1] > read_at else 0
-        return max(total - read - write, 0), read, write
-
-
-def _segment(block: dict[str, Any]) -> tuple[str, bool]:
-    plain = {k: v for k, v in block.items() if k != "cache_control"}
-    return json.dumps(plain, sort_keys=True), "cache_control" in block

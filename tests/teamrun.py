@@ -20,9 +20,14 @@ from team.tasks import TaskBoard
 from team.workspace import Workspace
 
 
-def make_workspace(root: Path, model: str, threshold: int = 3000) -> Workspace:
+def make_workspace(
+    root: Path, model: str, threshold: int = 3000, micro_policy: str = "eager"
+) -> Workspace:
+    """A demo project; micro clears eagerly so that short runs exercise every layer."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "team.toml").write_text(render_config("e2e", model, AGENTS, threshold=threshold))
+    text = render_config("e2e", model, AGENTS, threshold=threshold)
+    text = text.replace("[compaction]\n", f'[compaction]\nmicro_policy = "{micro_policy}"\n')
+    (root / "team.toml").write_text(text)
     seed_project(root)
     return Workspace.at(root)
 

@@ -27,7 +27,13 @@ def test_paths_in_shell_commands_options_urls_and_tags():
         "2024/01/02) dir /s /q and /etc/passwd; slash command /compact"
     )
     assert paths(text) == {
-        "/tmp/work", "src", "build/a.o", "team.toml", "lib/b.py", "a.py", "/etc/passwd",
+        "/tmp/work",
+        "src",
+        "build/a.o",
+        "team.toml",
+        "lib/b.py",
+        "a.py",
+        "/etc/passwd",
     }
 
 
@@ -84,7 +90,9 @@ def test_multi_megabyte_single_tokens_are_scanned_linearly():
     # the suite against a stall: it is far above any plausible linear run on a busy box.
     run = subprocess.run(
         [sys.executable, "-c", _HUGE, str(2_000_000)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "ok"

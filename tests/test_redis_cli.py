@@ -16,7 +16,7 @@ def node(root: Path, url: str) -> Path:
     """A folder with the team's team.toml, pointing at `url` (one per machine)."""
     root.mkdir(parents=True, exist_ok=True)
     text = render_config("crew", "sim", [("alice", "coder"), ("bob", "tester")])
-    text = text.replace('max_tokens = 8000', f'max_tokens = 8000\nbackend = "{url}"')
+    text = text.replace("max_tokens = 8000", f'max_tokens = 8000\nbackend = "{url}"')
     (root / "team.toml").write_text(text)
     return root
 

@@ -162,3 +162,32 @@ def test_sim_model_keeps_one_cache_per_agent() -> None:
 def test_sim_model_rejects_too_many_breakpoints_as_a_model_error() -> None:
     with pytest.raises(ModelError, match="maximum of 4"):
         SimModel().complete(_request("alice", 3, cache_breakpoints=(0, 2, 4, 6)))
+
+
+def test_one_hour_entries_outlive_five_minute_ones() -> None:
+    clock = Clock()
+    cache = PromptCache(clock=clock)
+    short, long = prompt(4), [Piece("other tools", 200), *prompt(4)[1:]]
+    cache.charge(short, [5])
+    cache.charge(long, [5], ttl=3600)
+    clock.now += 600  # ten minutes idle: the 5-minute entry is gone, the 1-hour one is not
+    assert cache.charge(short, [5]).cache_read_tokens == 0
+    assert cache.charge(long, [5], ttl=3600).cache_read_tokens == 2300
+
+
+def test_sim_model_caches_per_block_with_a_breakpoint_inside_a_message() -> None:
+    blocks = [f"part {i}: " + "lorem ipsum " * 200 for i in range(3)]
+    first = ModelRequest(
+        system="s", messages=[Message.user(*blocks)], cache_breakpoints=((0, 1),), agent="a"
+    )
+    model = SimModel()
+    model.complete(first)
+    changed = ModelRequest(
+        system="s",
+        messages=[Message.user(*blocks[:2], "a different third block")],
+        cache_breakpoints=((0, 1),),
+        agent="a",
+    )
+    usage = model.complete(changed).usage
+    assert usage.cache_read_tokens > 0 and usage.cache_write_tokens == 0
+    assert usage.input_tokens < 20  # only the third block is outside the cached prefix
