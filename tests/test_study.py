@@ -55,6 +55,7 @@ def _emit_run(log: SqliteEventLog, t0: float) -> None:
                         9,
                         9,
                         results_cleared=2,
+                        rewrite_tokens=300 + 10 * i,
                         ts=t,
                     )
                 )
@@ -213,8 +214,21 @@ def _expected(ws: Path, agent: str | None) -> dict:
         _sql(ws, f"SELECT COUNT(*) FROM agent_events {where} AND kind = ?", *args, kind)[0][0]
         for kind in ("crashed", "restarted")
     )
+    ((hit,),) = _sql(
+        ws,
+        f"""
+        SELECT 1.0 * SUM(cache_read_tokens)
+               / SUM(input_tokens + cache_read_tokens + cache_write_tokens)
+        FROM model_calls {where} AND purpose = 'agent'""",
+        *args,
+    )
+    ((rewrites,),) = _sql(
+        ws, f"SELECT SUM(rewrite_tokens) FROM compactions {where} AND layer = 'micro'", *args
+    )
     billed = inp + 1.25 * cw + 0.1 * cr
     return {
+        "cache_hit_rate": hit,
+        "micro_rewrite": (rewrites, 1.15 * rewrites),
         "calls": calls,
         "tokens": (inp, out, cr, cw),
         "errors": errors,
@@ -241,6 +255,9 @@ def _check(got: dict, want: dict) -> None:
     ) == want["tokens"]
     assert got["billed_input"] == pytest.approx(want["billed"])
     assert got["summary_share"] == pytest.approx(want["summary_share"])
+    assert got["cache_hit_rate"] == pytest.approx(want["cache_hit_rate"])
+    assert got["micro_rewrite_tokens"] == want["micro_rewrite"][0]
+    assert got["micro_rewrite_cost"] == pytest.approx(want["micro_rewrite"][1])
     for layer, (ok, failed, before, after, ratio) in want["layers"].items():
         g = got["compactions"][layer]
         assert (g["ok"], g["failed"], g["tokens_before"], g["tokens_after"]) == (

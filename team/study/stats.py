@@ -87,6 +87,15 @@ def billed_input(row: Row) -> float:
     return prices.billed_input(row)
 
 
+def hit_rate(calls: list[Row]) -> float | None:
+    """The share of the calls' input tokens that were read from the prompt cache."""
+    read = sum(r.get("cache_read_tokens") or 0 for r in calls)
+    total = read + sum(
+        (r.get("input_tokens") or 0) + (r.get("cache_write_tokens") or 0) for r in calls
+    )
+    return read / total if total else None
+
+
 def context_tokens(row: Row) -> int:
     """The size of the context one call saw and produced (what auto-compaction watches)."""
     return sum(
@@ -135,6 +144,9 @@ class GroupStats:
     cache_write_tokens: int
     billed_input: float
     summary_share: float | None  # summary (billed input + output) / all (billed input + output)
+    cache_hit_rate: float | None  # agent calls: cache read / (input + cache read + cache write)
+    micro_rewrite_tokens: int  # cached tokens micro clears made the provider write again
+    micro_rewrite_cost: float  # what those rewrites cost over reading, in base-price tokens
     compactions: dict[str, LayerStats]
     mean_retention: float | None
     retention_samples: int
@@ -180,6 +192,12 @@ def group_stats(rows: Rows) -> GroupStats:
     def tokens(key: str) -> int:
         return sum(r.get(key) or 0 for r in calls)
 
+    rewrites = sum(
+        r.get("rewrite_tokens") or 0
+        for r in rows.compactions
+        if r.get("layer") == "micro" and r.get("success")
+    )
+
     return GroupStats(
         agent_calls=len(calls) - len(summary),
         summary_calls=len(summary),
@@ -190,6 +208,9 @@ def group_stats(rows: Rows) -> GroupStats:
         cache_write_tokens=tokens("cache_write_tokens"),
         billed_input=sum(billed_input(r) for r in calls),
         summary_share=cost(summary) / total_cost if total_cost else None,
+        cache_hit_rate=hit_rate([r for r in calls if r.get("purpose") != "summary"]),
+        micro_rewrite_tokens=rewrites,
+        micro_rewrite_cost=(prices.WRITE_5M - prices.READ) * rewrites,
         compactions={
             layer: _layer_stats([r for r in rows.compactions if r.get("layer") == layer])
             for layer in LAYERS
@@ -270,7 +291,9 @@ def tables(st: Stats) -> list[Table]:
     groups = [*st.agents.items(), ("TEAM", st.team)]
     calls = Table(
         "Model calls and tokens (billed input in base-price tokens: "
-        f"input + {CACHE_WRITE_PRICE}×cache write + {CACHE_READ_PRICE}×cache read)",
+        f"input + {CACHE_WRITE_PRICE}×cache write + {CACHE_READ_PRICE}×cache read; cache hit: "
+        "share of agent-call input read from the cache; micro rewrite: what micro clears "
+        "cost in cache writes over reads, base-price tokens)",
         [
             "agent",
             "calls",
@@ -282,6 +305,8 @@ def tables(st: Stats) -> list[Table]:
             "output",
             "billed input",
             "summary share",
+            "cache hit",
+            "micro rewrite",
         ],
         [
             [
@@ -295,6 +320,8 @@ def tables(st: Stats) -> list[Table]:
                 fmt(g.output_tokens),
                 fmt(round(g.billed_input)),
                 fmt(g.summary_share, "%"),
+                fmt(g.cache_hit_rate, "%"),
+                fmt(round(g.micro_rewrite_cost)),
             ]
             for name, g in groups
         ],
