@@ -33,7 +33,7 @@ from team.conversation import (
     ToolUseBlock,
     validate,
 )
-from team.llm.base import Model, ModelError, ModelRequest, ModelResponse, Usage
+from team.llm.base import Model, ModelError, ModelRequest, ModelResponse, Usage, cache_block
 from team.llm.prices import TTL_SECONDS, billed_input
 from team.llm.sim_cache import Piece, PromptCache
 from team.llm.sim_summary import summarise
@@ -202,7 +202,7 @@ class CalibratedReplay:
         # id(message) -> (message, identity text, chars): every call re-sends the whole
         # history, and serialising it each time made a long replay quadratic. The
         # message is kept in the entry so its id cannot be reused by another object.
-        self._seen: dict[int, tuple[Message, str, int]] = {}
+        self._seen: dict[int, tuple[Message, list[tuple[str, int]]]] = {}
 
     def left(self, agent: str) -> int:
         """Recorded replies not yet given."""
@@ -249,17 +249,27 @@ class CalibratedReplay:
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content, stop, usage)
 
-    def _identity(self, m: Message) -> tuple[str, int]:
-        """A message's text for the cache's prefix digest (never billed) and its chars."""
+    def _identity(self, m: Message) -> list[tuple[str, int]]:
+        """Each block's text for the cache's prefix digest (never billed) and its chars.
+
+        One piece per block, as the API's cache counts blocks (its lookback, and a
+        breakpoint inside a message)."""
         with self._lock:
             hit = self._seen.get(id(m))
             if hit is not None and hit[0] is m:
-                return hit[1], hit[2]
-        text = json.dumps(m.to_dict(), sort_keys=True)
-        chars = message_chars(m)
+                return hit[1]
+        blocks = [
+            (
+                json.dumps(
+                    {"role": m.role, **b.to_dict()} if k == 0 else b.to_dict(), sort_keys=True
+                ),
+                api_chars(b),
+            )
+            for k, b in enumerate(m.content)
+        ]
         with self._lock:
-            self._seen[id(m)] = (m, text, chars)
-        return text, chars
+            self._seen[id(m)] = (m, blocks)
+        return blocks
 
     def _usage(
         self,
@@ -277,14 +287,16 @@ class CalibratedReplay:
             else Piece(request.system, round(len(request.system) / cpt))
         )
         pieces = [prefix]
+        starts = []
         for m in request.messages:
-            text, chars = self._identity(m)
-            pieces.append(Piece(text, round(chars / cpt)))
-        marks = [1 + i for i in request.cache_breakpoints]
-        if request.cache_system:
-            marks.append(0)
+            starts.append(len(pieces))
+            pieces.extend(Piece(text, round(chars / cpt)) for text, chars in self._identity(m))
         with self._lock:
             try:
+                marks = [0] if request.cache_system else []
+                for point in request.cache_breakpoints:
+                    i, j = cache_block(point, request.messages)
+                    marks.append(starts[i] + j)
                 charge = self._cache(request.agent).charge(pieces, marks)
             except ValueError as e:
                 raise ModelError(f"invalid request (the API would answer 400): {e}") from e
