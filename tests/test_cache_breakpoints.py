@@ -49,7 +49,6 @@ def drive(model, config: CompactionConfig, n: int, tmp_path) -> list[tuple[Model
         model=model,
         transcripts=TranscriptStore(tmp_path / "transcripts"),
         sink=MemorySink(),
-        identity=lambda: "You are 'alice'.",
         overhead_chars=len(SYSTEM),
     )
     history = History(messages=[Message.user("Please work on task #1.")])
