@@ -99,6 +99,33 @@ class Teamwork:
             self._send(old_owner, text, sender, task_id=task.id)
         self.assigned(task, sender)
 
+    def going_idle(self, agent: str, root: str) -> str | None:
+        """`agent` is about to go idle: run the teammate_idle hook; tell the lead.
+
+        Returns the hook's reason when it says keep working (exit 2): the agent is told
+        it and goes on, and the lead hears nothing yet.
+        """
+        from team.hooks import run_hook  # only when a turn ends
+
+        hooks = self.config.hooks
+        open_tasks = [t.model_dump() for t in self.board.open_for(agent)]
+        verdict = run_hook(
+            "teammate_idle",
+            hooks.teammate_idle,
+            {
+                "team": self.config.team.name,
+                "agent": agent,
+                "workspace": root,
+                "open_tasks": open_tasks,
+            },
+            cwd=self.ws.root,
+            timeout=hooks.timeout,
+        )
+        if verdict.refused:
+            return verdict.reason
+        self.idle(agent)
+        return None
+
     def idle(self, agent: str) -> None:
         """`agent` ended its turn with nothing left to do: the lead may hand it work."""
         if self.lead and self.lead != agent:

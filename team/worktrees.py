@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from team.workspace import Workspace
 
 GIT_TIMEOUT = 120.0
 IGNORED = (".team/", ".transcripts/")
+_ADDING = threading.Lock()  # agent threads start together; git locks its worktree list
 
 
 class WorktreeError(UserError):
@@ -73,20 +75,26 @@ def worktree_dir(ws: Workspace, agent: str) -> Path:
 def ensure(ws: Workspace, agent: str) -> Path:
     """Make (or reuse) `agent`'s worktree and branch; returns the agent's root in it."""
     top = require_repo(ws)
-    _exclude_team_files(top)
     wt = worktree_dir(ws, agent)
-    if not (wt / ".git").exists():
-        wt.parent.mkdir(parents=True, exist_ok=True)
-        _git(top, "worktree", "prune", check=False)  # a worktree folder deleted by hand
-        branch = branch_of(agent)
-        exists = _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
-        if exists.returncode == 0:
-            _git(top, "worktree", "add", str(wt), branch)
-        else:
-            _git(top, "worktree", "add", "-b", branch, str(wt), "HEAD")
+    with _ADDING:
+        _exclude_team_files(top)
+        if not (wt / ".git").exists():
+            _add(top, wt, agent)
     root = agent_root(ws, agent)
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _add(top: Path, wt: Path, agent: str) -> None:
+    """`git worktree add`: on the agent's branch if it exists, else a new one from HEAD."""
+    wt.parent.mkdir(parents=True, exist_ok=True)
+    _git(top, "worktree", "prune", check=False)  # a worktree folder deleted by hand
+    branch = branch_of(agent)
+    exists = _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
+    if exists.returncode == 0:
+        _git(top, "worktree", "add", str(wt), branch)
+    else:
+        _git(top, "worktree", "add", "-b", branch, str(wt), "HEAD")
 
 
 def status(ws: Workspace, agent: str) -> WorktreeStatus | None:

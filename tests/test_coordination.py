@@ -289,3 +289,44 @@ def test_hooks_run_with_json_and_time_out() -> None:
     assert not run_hook("teammate_idle", "sleep 30", {}, cwd=Path("/"), timeout=0.5).refused
     assert not run_hook("teammate_idle", "true", {}, cwd=Path("/"), timeout=10).refused
     assert not run_hook("teammate_idle", None, {}, cwd=Path("/"), timeout=10).refused
+
+
+def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path) -> None:
+    hook = tmp_path / "idle_hook.sh"
+    marker = tmp_path / "kept"
+    # keep bob working once, then let him go idle
+    hook.write_text(
+        f"cat > {tmp_path}/idle_event.json\n"
+        f'grep -q \'"agent": "bob"\' {tmp_path}/idle_event.json || exit 0\n'
+        f"[ -e {marker} ] && exit 0\n"
+        f'touch {marker}; echo "write the changelog too" >&2; exit 2\n'
+    )
+    ws = make_ws(tmp_path, tail=f'\n[hooks]\nteammate_idle = "sh {hook}"\n')
+    assert (
+        run_team("assign", "bob", "Count the lines of team.toml", "--dir", str(ws.root)).returncode
+        == 0
+    )
+    r = run_team(
+        "up",
+        "--until-idle",
+        "--idle-grace",
+        "0.5",
+        "--timeout",
+        "120",
+        "--dir",
+        str(ws.root),
+        timeout=180,
+    )
+    assert r.returncode == 0, r.stderr
+    assert TaskBoard(ws.tasks_dir).get(1).status == "completed"
+    lead_mail = [m.content for m in MaildirMailbox(ws.inbox_dir("alice")).processed()]
+    assert any(c.startswith("bob completed task #1") for c in lead_mail), lead_mail
+    assert any(c.startswith("bob is idle") for c in lead_mail), lead_mail
+    bob_log = ws.session_log("bob").read_text()
+    assert "Keep working (teammate_idle hook): write the changelog too" in bob_log
+    event = json.loads((tmp_path / "idle_event.json").read_text())
+    assert event["hook_event_name"] == "teammate_idle" and event["agent"] in (
+        "alice",
+        "bob",
+        "carol",
+    )

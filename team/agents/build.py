@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from team import worktrees
 from team.agents.identity import system_prompt
 from team.agents.loop import Agent, Tools
 from team.agents.session import SessionLog
@@ -24,6 +25,7 @@ from team.config import CompactionConfig, TeamConfig
 from team.events import EventSink
 from team.llm.base import Model, ToolSpec
 from team.mailbox.base import Inboxes, Waker
+from team.teamwork import Teamwork
 from team.workspace import Workspace
 
 
@@ -73,7 +75,8 @@ def build_agent(
     config = parts.config
     cfg = config.agent(name)
     system = system_prompt(cfg, config)
-    tools = tool_specs()
+    tools = tool_specs(cfg, config)
+    root = worktrees.ensure(parts.ws, name) if config.team.isolation == "worktree" else None
     compactor = Compactor(
         agent=name,
         config=compaction or config.compaction_for(name),
@@ -86,7 +89,11 @@ def build_agent(
         gate=gate,
     )
     if toolbox is None:
-        toolbox = Toolbox(parts.ws, name, config, parts.board, sink=parts.sink, stop=parts.stop)
+        toolbox = Toolbox(
+            parts.ws, name, config, parts.board, root=root, sink=parts.sink, stop=parts.stop
+        )
+    teamwork = Teamwork(parts.ws, config, parts.board, parts.sink)
+    where = str(root or parts.ws.root)
     assert parts.inboxes is not None
     return Agent(
         config=cfg,
@@ -104,4 +111,5 @@ def build_agent(
         stop=parts.stop,
         started_at=parts.started_at,
         poll_s=parts.poll_s,
+        on_idle=lambda: teamwork.going_idle(name, where),
     )

@@ -108,6 +108,8 @@ def status_table(status: dict, title: str = ""):
     from rich.table import Table
 
     table = Table(title=title or None)
+    agents = status.get("agents", {})
+    branches = any("branch" in st for st in agents.values())  # isolation = "worktree"
     for col in (
         "agent",
         "state",
@@ -119,7 +121,11 @@ def status_table(status: dict, title: str = ""):
         "crashes",
     ):
         table.add_column(col, justify="left" if col in ("agent", "state") else "right")
-    for name, st in status.get("agents", {}).items():
+    if branches:
+        table.add_column("branch")
+        table.add_column("uncommitted", justify="right")
+    for name, st in agents.items():
+        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if branches else []
         table.add_row(
             name,
             st.get("state", "?"),
@@ -129,5 +135,6 @@ def status_table(status: dict, title: str = ""):
             str(st.get("calls", 0)),
             str(st.get("pending", 0)),
             str(st.get("crashes", 0)),
+            *extra,
         )
     return table

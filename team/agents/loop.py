@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 TASK_REF = re.compile(r'#(\d+)|task="(\d+)"|"task_id": "?(\d+)')  # how task ids appear
 BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
+MAX_KEPT_WORKING = 3  # a teammate_idle hook that always says "keep working" must not loop
 EMPTY_REPLY = "(no reply)"
 
 
@@ -81,7 +83,10 @@ class Agent:
         stop: threading.Event,
         started_at: float | None = None,
         poll_s: float = 0.5,
+        on_idle: Callable[[], str | None] | None = None,
     ) -> None:
+        """`on_idle` runs when a turn ends with nothing left to do; a reason it returns
+        keeps the agent working (the teammate_idle hook), None lets it go idle."""
         self.config = config
         self.name = config.name
         self.team = team
@@ -96,6 +101,7 @@ class Agent:
         self.stop = stop
         self.started_at = started_at if started_at is not None else time.time()
         self.poll_s = poll_s
+        self.on_idle = on_idle
         self.system = system
         self.tools = tools
         self.status = AgentState()
@@ -164,7 +170,7 @@ class Agent:
         text = "\n".join(render_block(b) for m in self.history.messages for b in m.content)
         known = {int(next(g for g in m.groups() if g)) for m in TASK_REF.finditer(text)}
         known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
-        untold = [t for t in self.board.open_for(self.name) if t.id not in known]
+        untold = [t for t in self._actionable() if t.id not in known]
         if untold:
             listing = "; ".join(f"#{t.id} {t.subject}" for t in untold)
             self._add_user([TextBlock(f"You own these open tasks: {listing}. Work on them.")])
@@ -199,6 +205,7 @@ class Agent:
     def turn(self) -> None:
         """Call the model and run its tools until it ends its turn."""
         reminded = False
+        kept = 0
         mine = self.board.open_for(self.name)
         self.status.task = mine[0].id if mine else None
         for _ in range(MAX_STEPS_PER_TURN):
@@ -212,7 +219,7 @@ class Agent:
                 continue
             if self.take_inbox():
                 continue
-            mine = self.board.open_for(self.name)
+            mine = self._actionable()
             if mine and not reminded:
                 reminded = True
                 listing = "; ".join(f"#{t.id} {t.subject}" for t in mine)
@@ -225,7 +232,21 @@ class Agent:
                     ]
                 )
                 continue
+            if self.on_idle is not None and kept < MAX_KEPT_WORKING:
+                why = self.on_idle()  # the teammate_idle hook, and the lead's notice
+                if why is not None:
+                    kept += 1
+                    self._add_user([TextBlock(f"Keep working (teammate_idle hook): {why}")])
+                    continue
             return
+
+    def _actionable(self) -> list:
+        """Own tasks the agent can act on now: not blocked, no plan waiting for review."""
+        return [
+            t
+            for t in self.board.open_for(self.name)
+            if t.status != "blocked" and t.plan_state != "submitted"
+        ]
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls."""

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from team import worktrees
 from team.agents import sandbox
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.lock import TeamLock
@@ -47,6 +48,8 @@ def up(
     """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
     ws = workspace(dir)
     config = ws.load_config()
+    if config.team.isolation == "worktree":
+        worktrees.require_repo(ws)  # before anything is written: nothing changes on a refusal
     model_id = model or config.team.model
     # before anything starts: an explicit sandbox = "bwrap" that cannot work is an error
     if warning := sandbox.preflight(config, sandbox.detect()):
@@ -164,6 +167,11 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
             st["task"] = None
         st.setdefault("state", "starting")
         st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
+        if config.team.isolation == "worktree":
+            wt = worktrees.status(ws, name)
+            st["branch"] = wt.branch if wt else None
+            st["changes"] = wt.changes if wt else 0
+            st["ahead"] = wt.ahead if wt else 0
         agents[name] = st
     out = {"team": config.team.name, "running": running, "agents": agents}
     if json_out:

@@ -346,4 +346,3 @@ class MaildirMailbox:
                     yield Entry(e.name[: -len(DONE_SUFFIX)], Path(e.path), "done")
                 else:
                     yield Entry(e.name, Path(e.path), "pending")
-

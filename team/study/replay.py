@@ -217,9 +217,7 @@ def replay_agent(
         ReplayError: the log is not a conversation the API would accept.
     """
     tasks = _LogBoard()
-    parts = Parts(
-        ws=ws, config=recording.config, model=model, sink=sink, board=tasks, fsync=False
-    )  # type: ignore[arg-type]  (a board of what the log shows)
+    parts = Parts(ws=ws, config=recording.config, model=model, sink=sink, board=tasks, fsync=False)  # type: ignore[arg-type]  (a board of what the log shows)
     agent = build_agent(
         parts,
         name,
