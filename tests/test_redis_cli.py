@@ -70,3 +70,23 @@ def test_a_bad_or_unreachable_backend_is_one_line(
     assert done.returncode == 1
     assert done.stderr.startswith("team: error: " + expected.format(port=port))
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_stats_merges_the_event_databases_of_several_nodes(tmp_path: Path) -> None:
+    from team.events import ModelCallEvent, SqliteEventLog
+
+    a, b = node(tmp_path / "a", "files"), node(tmp_path / "b", "files")
+    for where, agent, calls in ((a, "alice", 2), (b, "bob", 3)):
+        log = SqliteEventLog(where / ".team" / "events.db")
+        for _ in range(calls):
+            log.emit(ModelCallEvent(agent=agent, purpose="agent", input_tokens=100))
+        log.close()
+    alone = json.loads(team(a, "stats", "--json").stdout)
+    assert set(alone["agents"]) == {"alice"}
+    merged = team(a, "stats", "--json", "--db", str(b))  # a node's folder, or its events.db
+    assert merged.returncode == 0, merged.stderr
+    got = json.loads(merged.stdout)
+    assert {n: s["agent_calls"] for n, s in got["agents"].items()} == {"alice": 2, "bob": 3}
+    assert got["team"]["agent_calls"] == 5 and got["team"]["input_tokens"] == 500
+    missing = team(a, "stats", "--db", str(tmp_path / "nowhere.db"))
+    assert missing.returncode == 1 and "does not exist" in missing.stderr

@@ -159,13 +159,20 @@ class Leases:
         """Renew every lease we hold now (the keeper does this every third of the time)."""
         with self._lock:
             mine = dict(self._mine)
-        for agent, value in mine.items():
-            key = self.key(agent)
-            args = [value, self.ttl_ms]
-            got = self.link.call(lambda r, k=key, a=args: self._renew(keys=[k], args=a))
+        if not mine:
+            return
+        agents = list(mine)
+
+        def renew_all(r) -> list[int]:
+            pipe = r.pipeline(transaction=False)  # one round trip for every lease
+            for a in agents:
+                self._renew(keys=[self.key(a)], args=[mine[a], self.ttl_ms], client=pipe)
+            return pipe.execute()
+
+        for agent, got in zip(agents, self.link.call(renew_all), strict=True):
             if got == 0:
                 with self._lock:
-                    still = self._mine.get(agent) == value
+                    still = self._mine.get(agent) == mine[agent]
                     if still:
                         del self._mine[agent]
                 if still:

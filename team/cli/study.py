@@ -42,12 +42,30 @@ def _team_name(ws: Workspace) -> str:
 
 
 @app.command()
-def stats(json_out: JsonOption = False, dir: DirOption = ".") -> None:
-    """Per-agent and team numbers from .team/events.db: calls, tokens, cost, compactions."""
+def stats(
+    json_out: JsonOption = False,
+    db: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--db",
+            help="Another node's events.db (or its workspace folder) to merge in; repeatable.",
+        ),
+    ] = None,
+    dir: DirOption = ".",
+) -> None:
+    """Per-agent and team numbers from .team/events.db: calls, tokens, cost, compactions.
+
+    With --db, the numbers of several nodes of one team (Redis backend) merged.
+    """
     from team.study.stats import stats as compute_stats
     from team.study.stats import tables
 
-    st = compute_stats(workspace(dir).events_db)
+    local = workspace(dir).events_db
+    if db:
+        extra = [p / ".team" / "events.db" if p.is_dir() else p for p in db]
+        st = compute_stats(([local] if local.exists() else []) + extra)
+    else:
+        st = compute_stats(local)
     if json_out:
         typer.echo(json.dumps(st.to_dict(), indent=2))
         return

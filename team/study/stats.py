@@ -256,9 +256,25 @@ def compute(rows: Rows) -> Stats:
     )
 
 
-def stats(db: Path) -> Stats:
-    """Load an events database and compute its stats (see `load` for errors)."""
-    return compute(load(db))
+def load_many(dbs: Iterable[Path]) -> Rows:
+    """Every event of several nodes' databases, merged in time order.
+
+    A team on the Redis backend keeps one `.team/events.db` per node; merged, they give
+    the team's numbers. Rows keep their node's own ids; `ts` orders them.
+    """
+    merged = Rows()
+    for db in dbs:
+        rows = load(db)
+        for table in TABLES:
+            getattr(merged, table).extend(getattr(rows, table))
+    for table in TABLES:
+        getattr(merged, table).sort(key=lambda r: r.get("ts") or 0)
+    return merged
+
+
+def stats(db: Path | list[Path]) -> Stats:
+    """Load one events database (or merge several) and compute the stats (see `load`)."""
+    return compute(load_many(db) if isinstance(db, list) else load(db))
 
 
 # -- tables shared by `team stats` and the HTML report --------------------------------------
