@@ -288,6 +288,7 @@ def nodes(server: RedisServer, base: Path, per_sender: int) -> None:
     time.sleep(0.5)
     procs[1].kill()  # kill -9 mid-run: claims not acked stay pending in its groups
     procs[1].join()
+    stops[1] = ctx.Event()  # the dead node may have died holding the old one's lock
     procs[1] = start(1)
     sent = [i for _ in sends for i in out.get(timeout=120)]
     for s in sends:

@@ -8,7 +8,9 @@ fails with one line saying how to install it (scripts/test does it on CI).
 
 from __future__ import annotations
 
+import ctypes
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -28,6 +30,12 @@ def redis_binary() -> str:
             "install it (apt-get install redis-server) or run scripts/test, which does"
         )
     return path
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, so no server outlives a killed run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -65,6 +73,7 @@ class RedisServer:
                 ],
                 stdout=(self.folder / "redis.log").open("ab"),
                 stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )  # fmt: skip
             if self._wait_ready():
                 return self

@@ -1,0 +1,147 @@
+"""One `team up` on the Redis backend: a node running some of the team's agents.
+
+A node holds a lease for each agent it runs (`team.backends.redis_lease`), publishes
+its agents' status to Redis every second, and lets go of both when it stops. Any
+machine can then read the whole team from Redis: who runs where, in what state, with how
+much mail waiting (`team status`), and ask every running agent to stop (`team down`).
+
+Keys: `team:<team>:status:<agent>` holds the node's last snapshot of that agent and
+expires shortly after the node stops publishing, like the lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+
+from team.backends.base import RedisBackend
+from team.backends.redis_lease import LeaseHeld, Leases
+from team.backends.redis_link import RedisLink, RedisUnavailable
+from team.config import TeamConfig
+from team.errors import UserError
+from team.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Node:
+    """The agents one node runs, their leases and their published status.
+
+    Args:
+        backend: the team's Redis (a waiting link: renewals outlast an outage).
+        config: the team.
+        agents: the agents this node runs.
+        root: this node's workspace folder (shown to other nodes).
+        on_lost: called with an agent's name if another node took its lease.
+    """
+
+    def __init__(
+        self,
+        backend: RedisBackend,
+        config: TeamConfig,
+        agents: list[str],
+        *,
+        root: str = "",
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.link = backend.link
+        self.agents = agents
+        self.leases = Leases(
+            self.link, backend.node, config.team.lease_seconds, on_lost=on_lost, root=root
+        )
+        self.ttl_ms = self.leases.ttl_ms
+        self._publisher = RedisLink(backend.spec, config.team.name)  # fails fast
+
+    def claim(self) -> None:
+        """Take every agent's lease, or none.
+
+        Raises:
+            LeaseHeld: one of them runs on another node (the line names it).
+        """
+        try:
+            for name in self.agents:
+                self.leases.acquire(name)
+        except LeaseHeld:
+            self.leases.close()
+            raise
+
+    def publish(self, status: dict) -> None:
+        """Put this node's snapshot of each agent where every machine can read it."""
+        agents = status.get("agents", {})
+
+        def write(r) -> None:
+            pipe = r.pipeline(transaction=False)
+            for name in self.agents:
+                if name in agents:
+                    record = {**agents[name], "node": self.backend.node}
+                    pipe.set(self.link.key("status", name), json.dumps(record), px=self.ttl_ms)
+            pipe.execute()
+
+        # never waits: a snapshot missed while Redis is away is simply not there
+        with contextlib.suppress(RedisUnavailable):
+            self._publisher.call(write)
+
+    def close(self) -> None:
+        """Release the leases (the status snapshots expire with them)."""
+        self.leases.close()
+        self._publisher.close()
+
+
+def team_status(backend: RedisBackend, config: TeamConfig) -> dict:
+    """The whole team as Redis knows it: `team status` on any machine.
+
+    Returns:
+        {"running": bool, "agents": {name: {state, node, pending, ...}}}; an agent no
+        node holds a lease for is "down".
+    """
+    names = config.names()
+    leases = Leases(backend.link, backend.node, config.team.lease_seconds)
+    holders = leases.running(names)
+    keys = [backend.link.key("status", n) for n in names]
+    snapshots = backend.link.call(lambda r: r.mget(keys))
+    agents = {}
+    for name, raw in zip(names, snapshots, strict=True):
+        st = json.loads(raw) if raw else {}
+        if name in holders:
+            st["node"] = holders[name].get("node")
+            st.setdefault("state", "starting")
+        else:
+            st = {"state": "down", "task": None}
+        st["pending"] = backend.mailbox(name).pending_count()
+        agents[name] = st
+    return {"running": bool(holders), "agents": agents}
+
+
+def stop_team(
+    ws: Workspace, backend: RedisBackend, config: TeamConfig, wait: float, tick: float = 0.2
+) -> int:
+    """Ask every agent that holds a lease, on any node, to stop; wait until all have.
+
+    Returns:
+        How many agents were asked.
+
+    Raises:
+        UserError: nothing runs, or they did not all stop within `wait` seconds.
+    """
+    from team.mailbox.post import request_shutdown
+
+    names = config.names()
+    leases = Leases(backend.link, backend.node, config.team.lease_seconds)
+    running = leases.running(names)
+    if not running:
+        raise UserError(f"no agent of team {config.team.name!r} is running on {backend.spec}")
+    for name in running:
+        request_shutdown(ws, name, backend=backend)
+    done = threading.Event()
+    waited = 0.0
+    while leases.running(list(running)):
+        if waited >= wait:
+            left = ", ".join(sorted(leases.running(list(running))))
+            raise UserError(f"not stopped within {wait:g}s: {left} (they may be mid-call)")
+        done.wait(tick)
+        waited += tick
+    return len(running)
