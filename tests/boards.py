@@ -11,11 +11,16 @@ from pathlib import Path
 
 from team.tasks import Board, TaskBoard
 
-BACKENDS = ["files"]
+BACKENDS = ["files", "redis"]
 
 
 def open_board(spec: tuple[str, str]) -> Board:
     kind, where = spec
     if kind == "files":
         return TaskBoard(Path(where))
+    if kind == "redis":  # where: the URL of the test's redis-server
+        from team.backends.redis_link import RedisLink
+        from team.tasks.redis import RedisBoard
+
+        return RedisBoard(RedisLink(where, "boards"))
     raise ValueError(f"unknown board backend {kind!r}")

@@ -23,6 +23,8 @@ from team.tasks import Board, Task, TaskError
 def board_spec(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     if request.param == "files":
         return ("files", str(tmp_path / ".team" / "tasks"))
+    if request.param == "redis":  # a real redis-server, wiped for each test
+        return ("redis", request.getfixturevalue("redis_url"))
     raise ValueError(request.param)
 
 

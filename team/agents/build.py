@@ -90,7 +90,14 @@ def build_agent(
     )
     if toolbox is None:
         toolbox = Toolbox(
-            parts.ws, name, config, parts.board, root=root, sink=parts.sink, stop=parts.stop
+            parts.ws,
+            name,
+            config,
+            parts.board,
+            root=root,
+            sink=parts.sink,
+            stop=parts.stop,
+            inboxes=parts.inboxes,
         )
     teamwork = Teamwork(parts.ws, config, parts.board, parts.sink)
     where = str(root or parts.ws.root)

@@ -41,6 +41,10 @@ class Runtime:
 
     Args:
         board, inboxes: the task board and the inboxes (default: the ones on disk).
+        agents: the agents to run (default: all); a node of a team on the Redis
+            backend runs some of them (`team up --agents`).
+        on_status: also given every status snapshot (a node publishes it to Redis).
+        stop: the hard-stop event (default: a new one), when others must share it.
     """
 
     def __init__(
@@ -54,9 +58,14 @@ class Runtime:
         fsync: bool = True,
         board: Board | None = None,
         inboxes: Inboxes | None = None,
+        agents: list[str] | None = None,
+        on_status: Callable[[dict], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
+        self.names = list(agents) if agents else config.names()
+        self.on_status = on_status
         self.parts = Parts(
             ws=ws,
             config=config,
@@ -66,6 +75,7 @@ class Runtime:
             inboxes=inboxes,
             fsync=fsync,
             poll_s=poll_s,
+            stop=stop or threading.Event(),
         )
         self.sink = sink
         self.board = self.parts.board
@@ -87,7 +97,7 @@ class Runtime:
 
     def start(self) -> None:
         self.lock.acquire()
-        for name in self.config.names():
+        for name in self.names:
             t = threading.Thread(target=self._supervise, args=(name,), name=f"agent-{name}")
             self.threads[name] = t
             t.start()
@@ -130,7 +140,7 @@ class Runtime:
 
     def is_idle(self) -> bool:
         """Every agent idle, every inbox empty and no task open."""
-        for name in self.config.names():
+        for name in self.names:
             agent = self.agents.get(name)
             # a stopped agent takes on nothing more: it counts as idle
             if agent is None or agent.status.state not in ("idle", "stopped"):
@@ -196,7 +206,7 @@ class Runtime:
 
     def status(self) -> dict:
         agents = {}
-        for name in self.config.names():
+        for name in self.names:
             agent = self.agents.get(name)
             st = asdict(agent.status) if agent else {"state": "starting"}
             st["pending"] = self.inboxes.mailbox(name).pending_count()
@@ -209,8 +219,11 @@ class Runtime:
 
         The team goes on without it (the snapshot goes stale), and says so once.
         """
+        snapshot = self.status()
+        if self.on_status is not None:
+            self.on_status(snapshot)
         try:
-            write_json_atomic(self.ws.status_path, self.status())
+            write_json_atomic(self.ws.status_path, snapshot)
         except OSError as e:
             if not self._status_failing:
                 log.warning(

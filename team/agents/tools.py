@@ -27,6 +27,7 @@ from team.errors import UserError
 from team.events import AuditEvent, EventSink
 from team.llm.base import ToolSpec
 from team.mailbox import post
+from team.mailbox.base import Inboxes
 from team.tasks import Board
 from team.workspace import Workspace
 
@@ -144,12 +145,14 @@ class Toolbox:
         output_cap: int = 50_000,
         stop: threading.Event | None = None,
         sandbox: Sandbox | None = None,
+        inboxes: Inboxes | None = None,
     ) -> None:
         """Args:
         root: where this agent works (bash's folder, the file tools' root): the
             workspace, or the agent's own git worktree. Defaults to the workspace root.
         stop: when set, kills a running `bash` command (team shutdown).
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
+        inboxes: where messages go (the running node's backend; default: team.toml's).
         """
         self.ws = ws
         self.agent = agent
@@ -159,6 +162,7 @@ class Toolbox:
         self.bash_timeout = bash_timeout
         self.output_cap = output_cap
         self.stop = stop
+        self.inboxes = inboxes
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
             protected = (Path(root) / ".team", Path(root) / ".transcripts") if own else None
@@ -293,13 +297,22 @@ class Toolbox:
         if to == self.agent:
             raise ToolInputError("you cannot send a message to yourself")
         msg = post.send(
-            self.ws, self.config, to, content, sender=self.agent, type=msg_type, sink=self.sink
+            self.ws,
+            self.config,
+            to,
+            content,
+            sender=self.agent,
+            type=msg_type,
+            sink=self.sink,
+            backend=self.inboxes,
         )
         return f"sent to {to} (id {msg.id})"
 
     def _broadcast(self, input: dict[str, Any]) -> str:
         content = _need_str(input, "content")
-        sent = post.broadcast(self.ws, self.config, content, sender=self.agent, sink=self.sink)
+        sent = post.broadcast(
+            self.ws, self.config, content, sender=self.agent, sink=self.sink, backend=self.inboxes
+        )
         if not sent:
             return "no teammates to broadcast to"
         return f"broadcast to {', '.join(m.to for m in sent)}"

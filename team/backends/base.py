@@ -19,6 +19,7 @@ from team.backends.spec import FILES, chosen
 from team.config import ConfigError, TeamConfig
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import Waker, make_waker
+from team.tasks import TaskBoard
 from team.workspace import Workspace
 
 
@@ -30,6 +31,7 @@ class Backend(Protocol):
 
     def mailbox(self, agent: str): ...
     def waker(self, agent: str, stop: threading.Event) -> Waker: ...
+    def board(self): ...
     def close(self) -> None: ...
 
 
@@ -51,6 +53,9 @@ class FilesBackend:
 
     def waker(self, agent: str, stop: threading.Event) -> Waker:
         return make_waker([self.ws.inbox_dir(agent) / "new"], stop)
+
+    def board(self) -> TaskBoard:
+        return TaskBoard(self.ws.tasks_dir)
 
     def close(self) -> None:
         pass
@@ -98,6 +103,12 @@ class RedisBackend:
         from team.backends.redis_inbox import StreamWaker
 
         return StreamWaker(self.mailbox(agent), stop)
+
+    def board(self):
+        """The task board on this Redis (`team.tasks.redis.RedisBoard`)."""
+        from team.tasks.redis import RedisBoard
+
+        return RedisBoard(self.link)
 
     def close(self) -> None:
         self.link.close()

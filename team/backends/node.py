@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
+import time
 from collections.abc import Callable
 
 from team.backends.base import RedisBackend
@@ -116,32 +116,37 @@ def team_status(backend: RedisBackend, config: TeamConfig) -> dict:
     return {"running": bool(holders), "agents": agents}
 
 
-def stop_team(
-    ws: Workspace, backend: RedisBackend, config: TeamConfig, wait: float, tick: float = 0.2
-) -> int:
-    """Ask every agent that holds a lease, on any node, to stop; wait until all have.
+def ask_team_to_stop(ws: Workspace, backend: RedisBackend, config: TeamConfig) -> list[str]:
+    """Ask every agent that holds a lease, on any node, to stop after its step.
 
     Returns:
-        How many agents were asked.
+        The agents asked.
 
     Raises:
-        UserError: nothing runs, or they did not all stop within `wait` seconds.
+        UserError: no agent of the team runs anywhere.
     """
     from team.mailbox.post import request_shutdown
 
-    names = config.names()
     leases = Leases(backend.link, backend.node, config.team.lease_seconds)
-    running = leases.running(names)
+    running = sorted(leases.running(config.names()))
     if not running:
         raise UserError(f"no agent of team {config.team.name!r} is running on {backend.spec}")
     for name in running:
         request_shutdown(ws, name, backend=backend)
-    done = threading.Event()
-    waited = 0.0
-    while leases.running(list(running)):
-        if waited >= wait:
-            left = ", ".join(sorted(leases.running(list(running))))
-            raise UserError(f"not stopped within {wait:g}s: {left} (they may be mid-call)")
-        done.wait(tick)
-        waited += tick
-    return len(running)
+    return running
+
+
+def wait_team_stopped(
+    backend: RedisBackend, config: TeamConfig, agents: list[str], wait: float
+) -> None:
+    """Wait until none of `agents` holds a lease any more (their nodes let go).
+
+    Raises:
+        UserError: some still run after `wait` seconds.
+    """
+    leases = Leases(backend.link, backend.node, config.team.lease_seconds)
+    deadline = time.monotonic() + wait
+    while left := sorted(leases.running(agents)):
+        if time.monotonic() > deadline:
+            raise UserError(f"not stopped within {wait:g}s: {', '.join(left)} (maybe mid-call)")
+        time.sleep(0.2)

@@ -7,6 +7,7 @@ import logging
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from typing import Annotated
 
@@ -17,13 +18,16 @@ from team.agents import sandbox
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.lock import TeamLock
 from team.agents.runtime import Runtime
+from team.backends.base import RedisBackend, open_backend
+from team.backends.node import Node, ask_team_to_stop, team_status, wait_team_stopped
 from team.cli.base import DirOption, JsonOption, app, workspace
+from team.config import TeamConfig
 from team.errors import UserError
 from team.events import FanoutSink, SqliteEventLog
 from team.llm import make_model
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.post import request_shutdown
-from team.tasks import TaskBoard
+from team.workspace import Workspace
 
 
 @app.command()
@@ -43,6 +47,13 @@ def up(
     sim_latency: Annotated[
         float, typer.Option(help="Seconds each sim model call takes (sim only).")
     ] = 0.0,
+    agents: Annotated[
+        str | None,
+        typer.Option(
+            "--agents",
+            help="Run only these agents (comma-separated): one node of a team on Redis.",
+        ),
+    ] = None,
     dir: DirOption = ".",
 ) -> None:
     """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
@@ -50,6 +61,7 @@ def up(
     config = ws.load_config()
     if config.team.isolation == "worktree":
         worktrees.require_repo(ws)  # before anything is written: nothing changes on a refusal
+    local = pick_agents(config, agents)
     model_id = model or config.team.model
     # before anything starts: an explicit sandbox = "bwrap" that cannot work is an error
     if warning := sandbox.preflight(config, sandbox.detect()):
@@ -71,14 +83,20 @@ def up(
             f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"
         ) from None
     sinks = [events, counter] if live else [events, counter, EventPrinter()]
-    runtime = Runtime(ws, config, llm, FanoutSink(*sinks))
+    try:
+        runtime, node = _runtime(ws, config, llm, FanoutSink(*sinks), local)
+    except UserError:
+        events.close()
+        raise
     _handle_signals(runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
     try:
         runtime.start()
     except UserError:
+        if node is not None:
+            node.close()
         events.close()
         raise
-    names = ", ".join(f"{a.name} ({a.role})" for a in config.agents)
+    names = ", ".join(f"{a.name} ({a.role})" for a in config.agents if a.name in local)
     label = " - an offline simulation, no real model is called" if model_id == "sim" else ""
     print(f"team {config.team.name!r} up in {ws.root}: {names}; model {model_id}{label}")
     print("Ctrl-C or `team down` stops it.", flush=True)
@@ -90,13 +108,57 @@ def up(
             finished = runtime.wait(until_idle=until_idle, idle_grace=idle_grace, timeout=timeout)
     finally:
         runtime.close()
+        if node is not None:
+            node.close()  # only now: another node may take the agents once they stopped
         events.close()
-    board = TaskBoard(ws.tasks_dir)
-    tasks = board.list()
+    tasks = runtime.board.list()
     done = sum(1 for t in tasks if t.status == "completed")
     print(counter.summary(done, len(tasks), time.monotonic() - start))
     if not finished:
         raise UserError(f"stopped after --timeout {timeout:g}s before the team was idle")
+
+
+def pick_agents(config: TeamConfig, agents: str | None) -> list[str]:
+    """The agents `--agents a,b` names (all when None); unknown names are one line."""
+    if agents is None:
+        return config.names()
+    picked = [a.strip() for a in agents.split(",") if a.strip()]
+    unknown = [a for a in picked if a not in config.names()]
+    if unknown or not picked:
+        what = f"unknown agent {unknown[0]!r}" if unknown else "no agent named"
+        raise UserError(f"--agents: {what} (this team has: {', '.join(config.names())})")
+    return list(dict.fromkeys(picked))
+
+
+def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
+    """The runtime for this node, and on Redis the `Node` that holds its agents' leases.
+
+    Raises:
+        UserError: Redis is unreachable, or another node runs one of the agents.
+    """
+    check = open_backend(ws, config)
+    if not isinstance(check, RedisBackend):
+        return Runtime(ws, config, llm, sink, agents=local), None
+    try:
+        check.link.ping()  # at start, fail with one line rather than wait
+    finally:
+        check.close()
+    stop = threading.Event()
+    backend = open_backend(ws, config, wait=True, stop=stop)  # running: wait out outages
+    node = Node(backend, config, local, root=str(ws.root), on_lost=lambda _agent: stop.set())
+    runtime = Runtime(
+        ws,
+        config,
+        llm,
+        sink,
+        board=backend.board(),
+        inboxes=backend,
+        agents=local,
+        on_status=node.publish,
+        stop=stop,
+    )
+    node.claim()
+    return runtime, node
 
 
 def _run_live(runtime: Runtime, until_idle: bool, idle_grace: float, timeout) -> bool:
@@ -133,6 +195,13 @@ def down(
     """Ask a running team to stop gracefully (each agent finishes its step first)."""
     ws = workspace(dir)
     config = ws.load_config()
+    backend = open_backend(ws, config)
+    if isinstance(backend, RedisBackend):
+        asked = ask_team_to_stop(ws, backend, config)
+        print(f"asked {len(asked)} agents to stop", flush=True)
+        wait_team_stopped(backend, config, asked, wait)
+        print("team stopped")
+        return
     lock = TeamLock(ws.lock_path)
     if not lock.is_held():
         raise UserError(f"no team is running in {ws.root}")
@@ -152,6 +221,11 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     """Agents (state, context tokens, compactions, pending inbox) of the team here."""
     ws = workspace(dir)
     config = ws.load_config()
+    backend = open_backend(ws, config)
+    if isinstance(backend, RedisBackend):
+        out = {"team": config.team.name, "backend": backend.spec, **team_status(backend, config)}
+        _show_status(out, json_out)
+        return
     running = TeamLock(ws.lock_path).is_held()
     snapshot: dict = {}
     if ws.status_path.exists():
@@ -173,11 +247,14 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
             st["changes"] = wt.changes if wt else 0
             st["ahead"] = wt.ahead if wt else 0
         agents[name] = st
-    out = {"team": config.team.name, "running": running, "agents": agents}
+    _show_status({"team": config.team.name, "running": running, "agents": agents}, json_out)
+
+
+def _show_status(out: dict, json_out: bool) -> None:
     if json_out:
         print(json.dumps(out, indent=2))
         return
     from rich.console import Console
 
-    title = f"team {config.team.name!r}: " + ("up" if running else "down")
+    title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     Console().print(status_table(out, title))

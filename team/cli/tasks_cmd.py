@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
+from team.backends.base import open_backend
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
 from team.config import TeamConfig
 from team.errors import UserError, os_error_line
-from team.tasks import Task, TaskBoard, TaskError
+from team.tasks import Board, Task, TaskError
 from team.teamwork import Teamwork
 from team.workspace import Workspace
 
@@ -77,7 +78,7 @@ def assign(
         require_worker(config, ws, agent)  # before the task exists: no orphan on a typo
     if description == "-":
         description = sys.stdin.read()
-    board = TaskBoard(ws.tasks_dir)
+    board = team_board(ws, config)
     try:
         task = board.create(text, owner=agent, description=description or "", blocked_by=ids)
     except OSError as e:
@@ -107,8 +108,8 @@ def assign(
 def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     """Show the task board: owner, status, what each task waits on, results."""
     ws = workspace(dir)
-    ws.load_config()  # a typo'd --dir is an error, not an empty board
-    items = TaskBoard(ws.tasks_dir).list()
+    config = ws.load_config()  # a typo'd --dir is an error, not an empty board
+    items = team_board(ws, config).list()
     if json_out:
         typer.echo(json.dumps([t.model_dump() for t in items], indent=2))
         return
@@ -126,8 +127,7 @@ def show(
 ) -> None:
     """Everything about one task."""
     ws = workspace(dir)
-    ws.load_config()
-    task = TaskBoard(ws.tasks_dir).get(task_id)
+    task = team_board(ws, ws.load_config()).get(task_id)
     if json_out:
         typer.echo(task.model_dump_json(indent=2))
         return
@@ -213,11 +213,15 @@ def block(
     typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
 
-def _open(dir) -> tuple[Workspace, TeamConfig, TaskBoard]:
+def team_board(ws: Workspace, config: TeamConfig) -> Board:
+    """The team's board: files under .team/tasks/, or on Redis (`[team] backend`)."""
+    return open_backend(ws, config).board()
+
+
+def _open(dir) -> tuple[Workspace, TeamConfig, Board]:
     ws = workspace(dir)
     config = ws.load_config()
-    board = TaskBoard(ws.tasks_dir)
-    return ws, config, board
+    return ws, config, team_board(ws, config)
 
 
 def _table(items: list[Task]) -> str:

@@ -1,0 +1,158 @@
+"""Two `team up` nodes on one Redis, with disjoint agents, messaging each other.
+
+Node B is killed -9 mid-run and restarted: it is first refused (one line naming the node
+whose lease still stands), then takes its agent back once the lease lapsed, and at the
+end every message each agent was sent is in its session log exactly once. Then `team
+status` and `team down` work from a third folder, as from another machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_team
+from teamrun import wait_for
+
+from team.agents.session import read_records
+from team.backends.redis_inbox import RedisMailbox
+from team.backends.redis_link import RedisLink
+from team.cli.demo import seed_project
+from team.compaction.records import UserTurn
+from team.config import render_config
+from team.tasks.redis import RedisBoard
+
+pytestmark = pytest.mark.slow
+
+LEASE_S = 2
+
+
+def node_dir(root: Path, url: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    text = render_config("duo", "sim", [("alice", "coder"), ("bob", "tester")], threshold=20000)
+    text = text.replace(
+        "max_tokens = 8000", f'max_tokens = 8000\nbackend = "{url}"\nlease_seconds = {LEASE_S}'
+    )
+    (root / "team.toml").write_text(text)
+    seed_project(root)
+    return root
+
+
+def up(where: Path, agent: str, node: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "team", "up", "--agents", agent, "--model", "sim",
+         *extra, "--dir", str(where)],
+        env={**os.environ, "TEAM_NODE": node},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def taken_in(where: Path, agent: str) -> list[str]:
+    log = where / ".team" / "agents" / agent / "session.jsonl"
+    return [i for r in read_records(log) if isinstance(r, UserTurn) for i in r.inbox]
+
+
+def sent_to(link: RedisLink, agent: str) -> list[str]:
+    """Ids of the messages in the agent's stream that the agent takes in (not shutdowns)."""
+    return [
+        e.message.id
+        for e in RedisMailbox(link, agent).entries()
+        if e.message is not None and not e.message.type.startswith("shutdown")
+    ]
+
+
+def test_two_nodes_one_killed_and_restarted_lose_and_double_nothing(
+    tmp_path: Path, redis_url: str
+) -> None:
+    a, b = node_dir(tmp_path / "a", redis_url), node_dir(tmp_path / "b", redis_url)
+    for agent in ("alice", "alice", "bob", "bob"):
+        done = run_team("assign", agent, f"Survey the parser for {agent}", "--dir", str(a))
+        assert done.returncode == 0, done.stderr
+    link = RedisLink(redis_url, "duo")
+    board = RedisBoard(link)
+
+    node_a = up(a, "alice", "node-a", "--sim-latency", "0.05")
+    node_b = up(b, "bob", "node-b", "--sim-latency", "0.05")
+    try:
+        # mid-run: bob has started on its work, and alice has already told bob something
+        wait_for(lambda: any(t.owner == "bob" and t.status != "pending" for t in board.list()),
+                 timeout=90, what="bob to start working")  # fmt: skip
+        node_b.kill()
+        node_b.wait(timeout=10)
+
+        again = up(b, "bob", "node-b")
+        _, err = again.communicate(timeout=60)
+        assert again.returncode == 1
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert "'bob' is already running on node 'node-b'" in err
+
+        wait_for(lambda: link.client.get(link.key("lease", "bob")) is None,
+                 timeout=30, what="the killed node's lease to lapse")  # fmt: skip
+        node_b = up(b, "bob", "node-b", "--until-idle", "--idle-grace", "1")
+
+        wait_for(lambda: board.all_done(), timeout=150, what="every task to be completed")
+        # seen from a third folder, as from another machine
+        c = node_dir(tmp_path / "c", redis_url)
+        status = run_team("status", "--json", "--dir", str(c))
+        assert status.returncode == 0, status.stderr
+        agents = json.loads(status.stdout)["agents"]
+        assert agents["alice"]["node"] == "node-a"
+        down = run_team("down", "--dir", str(c))
+        assert down.returncode == 0, down.stderr
+        assert node_a.wait(timeout=60) == 0, node_a.stderr.read()  # type: ignore[union-attr]
+        assert node_b.wait(timeout=60) == 0, node_b.stderr.read()  # type: ignore[union-attr]
+    finally:
+        for p in (node_a, node_b):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    assert all(t.status == "completed" for t in board.list())
+    for where, agent, mate in ((a, "alice", "bob"), (b, "bob", "alice")):
+        took, sent = taken_in(where, agent), sent_to(link, agent)
+        assert len(took) == len(set(took)), f"{agent} took a message twice"
+        assert set(took) == set(sent), f"{agent} lost a message"
+        senders = {e.message.sender for e in RedisMailbox(link, agent).entries() if e.message}
+        assert mate in senders, f"{mate} never wrote to {agent}"
+    # after down, nobody holds a lease; status from anywhere says so
+    final = json.loads(run_team("status", "--json", "--dir", str(a)).stdout)
+    assert final["running"] is False
+    assert {s["state"] for s in final["agents"].values()} == {"down"}
+
+
+def test_a_redis_restart_mid_run_the_team_waits_and_finishes(tmp_path: Path) -> None:
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        a = node_dir(tmp_path / "a", server.url)
+        for i in range(3):
+            assert run_team("assign", "--any", f"Survey part {i}", "--dir", str(a)).returncode == 0
+        link = RedisLink(server.url, "duo", wait=True)
+        board = RedisBoard(link)
+        node = up(a, "alice,bob", "solo", "--until-idle", "--idle-grace", "1",
+                  "--sim-latency", "0.05")  # fmt: skip
+        wait_for(lambda: any(t.status != "pending" for t in board.list()),
+                 timeout=90, what="work to start")  # fmt: skip
+        server.kill()  # kill -9 mid-run
+        time.sleep(1.0)
+        server.start(keep_port=True)
+        _out, err = node.communicate(timeout=150)
+        assert node.returncode == 0, err
+        assert all(t.status == "completed" for t in board.list())
+        # one line when it went, one when it came back: not a line per agent or per call
+        assert err.count("is unreachable") == 1, err
+        assert err.count("is back after") == 1, err
+        for agent in ("alice", "bob"):
+            took = taken_in(a, agent)
+            assert len(took) == len(set(took))
+            assert set(took) == set(sent_to(link, agent))
+    finally:
+        server.stop()
