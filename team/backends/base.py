@@ -3,7 +3,7 @@
 `files` (the default) keeps it all under `.team/` on this machine. A Redis URL puts it on
 one Redis server, so agents on several machines ("nodes") form one team; session logs,
 transcripts and `events.db` stay on the node that runs the agent either way
-(docs/design.md, "Redis backend").
+(README, "A team across machines").
 
 `open_backend` picks one; the rest of the code sees only the `Backend` protocol.
 """

@@ -1,6 +1,6 @@
 """An agent's inbox as a Redis stream, read through the agent's consumer group.
 
-Keys (see docs/design.md, "Redis backend"):
+Keys (see README, "A team across machines"):
 
     team:<team>:inbox:<agent>        the stream; one entry per message, field `m` = its JSON
     team:<team>:inbox:<agent>:bad    entries that did not parse, moved aside (a list)

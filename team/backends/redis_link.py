@@ -1,7 +1,7 @@
 """One connection to the team's Redis, and what happens when Redis is down.
 
 Every Redis call of the backend goes through `RedisLink.call`. Two behaviours, chosen by
-who is calling (docs/design.md, "Redis backend"):
+who is calling (README, "A team across machines"):
 
 - a command at the CLI (`team send`, `team inbox`, ...) fails fast with one line naming
   the URL (`RedisUnavailable`, a `UserError`);

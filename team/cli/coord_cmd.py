@@ -9,8 +9,8 @@ import typer
 
 from team import worktrees
 from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.cli.tasks_cmd import team_board
 from team.errors import UserError
-from team.tasks import TaskBoard
 from team.teamwork import Teamwork
 from team.workspace import USER
 
@@ -28,7 +28,7 @@ def goal(
     if not text.strip():
         raise UserError("the goal is empty")
     with event_log(ws) as sink:
-        lead = Teamwork(ws, config, TaskBoard(ws.tasks_dir), sink).goal(text)
+        lead = Teamwork(ws, config, team_board(ws, config), sink).goal(text)
     typer.echo(f"goal sent to {lead} (the lead)")
 
 
@@ -40,10 +40,10 @@ def plans(
 ) -> None:
     """Plans waiting for review (approve with `team approve N`, reject with `team reject`)."""
     ws = workspace(dir)
-    ws.load_config()
+    config = ws.load_config()
     items = [
         t
-        for t in TaskBoard(ws.tasks_dir).list()
+        for t in team_board(ws, config).list()
         if t.plan_state == "submitted" or (all_plans and t.plan_state)
     ]
     if json_out:
@@ -84,7 +84,7 @@ def reject(
 def _review(dir, task_id: int, approve: bool, feedback: str | None) -> None:
     ws = workspace(dir)
     config = ws.load_config()
-    board = TaskBoard(ws.tasks_dir)
+    board = team_board(ws, config)
     task = board.review_plan(task_id, approve, feedback)
     with event_log(ws) as sink:
         Teamwork(ws, config, board, sink).plan_reviewed(task, USER)

@@ -1,6 +1,6 @@
 """The task board on Redis (a `Board`), for a team spread over several machines.
 
-Keys (docs/design.md, "Redis backend"):
+Keys (README, "A team across machines"):
 
     team:<team>:tasks            hash: task id -> the task's JSON record
     team:<team>:tasks:next       the last id handed out
