@@ -1,9 +1,9 @@
 """Two `team up` nodes on one Redis, with disjoint agents, messaging each other.
 
-Node B is killed -9 mid-run and restarted: it is first refused (one line naming the node
-whose lease still stands), then takes its agent back once the lease lapsed, and at the
-end every message each agent was sent is in its session log exactly once. Then `team
-status` and `team down` work from a third folder, as from another machine.
+A third machine asking for node B's agent is refused with one line naming node B. Node B
+is killed -9 mid-run and restarted once its lease lapsed; at the end every message each
+agent was sent is in its session log exactly once. `team status` and `team down` work
+from another folder, as from another machine.
 """
 
 from __future__ import annotations
@@ -84,22 +84,22 @@ def test_two_nodes_one_killed_and_restarted_lose_and_double_nothing(
         # mid-run: bob has started on its work, and alice has already told bob something
         wait_for(lambda: any(t.owner == "bob" and t.status != "pending" for t in board.list()),
                  timeout=90, what="bob to start working")  # fmt: skip
-        node_b.kill()
-        node_b.wait(timeout=10)
-
-        again = up(b, "bob", "node-b")
+        # another machine asks for bob while node B runs it: one line naming node B
+        c = node_dir(tmp_path / "c", redis_url)
+        again = up(c, "bob", "node-c")
         _, err = again.communicate(timeout=60)
         assert again.returncode == 1
         assert err.count("\n") == 1 and "Traceback" not in err
         assert "'bob' is already running on node 'node-b'" in err
 
+        node_b.kill()  # kill -9 mid-run: bob's lease lapses, its pending mail waits
+        node_b.wait(timeout=10)
         wait_for(lambda: link.client.get(link.key("lease", "bob")) is None,
                  timeout=30, what="the killed node's lease to lapse")  # fmt: skip
         node_b = up(b, "bob", "node-b", "--until-idle", "--idle-grace", "1")
 
         wait_for(lambda: board.all_done(), timeout=150, what="every task to be completed")
         # seen from a third folder, as from another machine
-        c = node_dir(tmp_path / "c", redis_url)
         status = run_team("status", "--json", "--dir", str(c))
         assert status.returncode == 0, status.stderr
         agents = json.loads(status.stdout)["agents"]

@@ -19,7 +19,6 @@ from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.lock import TeamLock
 from team.agents.runtime import Runtime
 from team.backends.base import RedisBackend, open_backend
-from team.backends.node import Node, ask_team_to_stop, team_status, wait_team_stopped
 from team.cli.base import DirOption, JsonOption, app, workspace
 from team.config import TeamConfig
 from team.errors import UserError
@@ -143,6 +142,8 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
         check.link.ping()  # at start, fail with one line rather than wait
     finally:
         check.close()
+    from team.backends.node import Node  # imports redis: only for a Redis backend
+
     stop = threading.Event()
     backend = open_backend(ws, config, wait=True, stop=stop)  # running: wait out outages
     node = Node(backend, config, local, root=str(ws.root), on_lost=lambda _agent: stop.set())
@@ -197,6 +198,8 @@ def down(
     config = ws.load_config()
     backend = open_backend(ws, config)
     if isinstance(backend, RedisBackend):
+        from team.backends.node import ask_team_to_stop, wait_team_stopped
+
         asked = ask_team_to_stop(ws, backend, config)
         print(f"asked {len(asked)} agents to stop", flush=True)
         wait_team_stopped(backend, config, asked, wait)
@@ -223,6 +226,8 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     config = ws.load_config()
     backend = open_backend(ws, config)
     if isinstance(backend, RedisBackend):
+        from team.backends.node import team_status
+
         out = {"team": config.team.name, "backend": backend.spec, **team_status(backend, config)}
         _show_status(out, json_out)
         return
