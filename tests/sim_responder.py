@@ -42,7 +42,10 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         tool_choice="none"
         if not tools or body.get("tool_choice", {}).get("type") == "none"
         else "auto",
-        purpose="agent" if tools else "summary",
+        # a summary: no tools (chunked), or the agent's tools with tool_choice none (cached)
+        purpose="summary"
+        if not tools or body.get("tool_choice", {}).get("type") == "none"
+        else "agent",
         agent=m.group(1) if m else "",
     )
     if DELAY["s"]:

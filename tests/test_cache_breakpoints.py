@@ -41,7 +41,7 @@ def rounds(n: int, size: int = 1200) -> list[list[Message]]:
     return out
 
 
-def drive(model, config: CompactionConfig, n: int, tmp_path) -> list[tuple[ModelRequest, object]]:
+def drive(model, config: CompactionConfig, n: int, tmp_path, out: dict | None = None):
     """Send the sequence through `model` as the agent loop would; (request, usage) each."""
     compactor = Compactor(
         agent="alice",
@@ -63,6 +63,8 @@ def drive(model, config: CompactionConfig, n: int, tmp_path) -> list[tuple[Model
         sent.append((request, usage))
         history.append_response(call, usage)
         history.append_user(*result.content)
+    if out is not None:
+        out.update(compactor=compactor, history=history)
     return sent
 
 
@@ -209,3 +211,41 @@ def test_fake_api_entries_expire_after_their_ttl(monkeypatch):
         now[0] += 301
         assert post(server, short)["cache_read_input_tokens"] == 0
         assert post(server, long)["cache_read_input_tokens"] > 0
+
+
+def test_a_summary_reads_the_agents_cached_prefix_and_carries_the_cleared_text(api, tmp_path):
+    def summary_responder(body):
+        return {"content": [{"type": "text", "text": "## Request and intent\nFix it."}]}
+
+    api.responder = summary_responder
+    parts: dict = {}
+    sent = drive(AnthropicModel("claude-sonnet-4-5"), EAGER, 12, tmp_path, parts)
+    compactor, history = parts["compactor"], parts["history"]
+    rec = compactor.compact(
+        history,
+        identity="You are 'alice'.",
+        layer="manual",
+        trigger="tool",
+        prefix=(SYSTEM, TOOLS),
+    )
+    assert rec is not None and "Fix it." in rec.first.text()
+    body = api.requests[-1]
+    assert body["tool_choice"] == {"type": "none"} and [t["name"] for t in body["tools"]] == [
+        "bash"
+    ]
+    usage = api.answered[-1].response["usage"]
+    last_request, _ = sent[-1]
+    # everything the last agent call sent is read back from the cache
+    assert usage["cache_read_input_tokens"] == fake_prefix("claude-sonnet-4-5")(last_request)[-1]
+    ask = body["messages"][-1]["content"][-1]["text"]
+    placeholders = [
+        b["tool_use_id"]
+        for m in body["messages"]
+        for b in m["content"]
+        if b.get("type") == "tool_result" and b["content"].startswith("[Previous: used")
+    ]
+    assert placeholders
+    for m in history.messages:
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and b.tool_use_id in placeholders:
+                assert b.content in ask  # the full text, not the placeholder

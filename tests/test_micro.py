@@ -156,7 +156,7 @@ def test_cost_policy_does_not_clear_when_the_segment_is_about_to_end():
     for i in range(4, 20):
         msgs += tool_round(i)
         # context growth says the auto threshold is a call away (but not the next one)
-        out = mc.view(msgs, cost_call(msgs, ctx=49_500, growth=400.0, auto_at=50_000))
+        out = mc.view(msgs, cost_call(msgs, ctx=46_000, growth=3_500.0, auto_at=50_000))
         assert out.newly_cleared == 0
 
 

@@ -323,7 +323,12 @@ class Agent:
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
         rec = self.compactor.compact(
-            self.history, identity=self.identity(), layer=layer, trigger=trigger, focus=focus
+            self.history,
+            identity=self.identity(),
+            layer=layer,
+            trigger=trigger,
+            focus=focus,
+            prefix=(self.system, self.tools),
         )
         if rec is None:
             if layer == "manual":

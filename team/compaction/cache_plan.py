@@ -92,7 +92,7 @@ class BreakpointPlanner:
             if self._stable is not None and self._stable < cleared_from:
                 points.append(self._stable)
         else:
-            prev = self._previous_end(view)
+            prev = self.previous_end(view)
             if prev is not None:
                 points.append(prev)
         stable = before(next_clear, view) if next_clear is not None else None
@@ -109,7 +109,7 @@ class BreakpointPlanner:
         self.sent = view
         self._last_call = self._clock()
 
-    def _previous_end(self, view: list[Message]) -> BlockRef | None:
+    def previous_end(self, view: list[Message]) -> BlockRef | None:
         """The previous request's last block, if this view still starts with it."""
         end = end_of(self.sent)
         if end is None:

@@ -25,7 +25,7 @@ from team.compaction.transcripts import TranscriptStore
 from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock
 from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
-from team.llm.base import CachePoint, Model, ModelRequest, Usage
+from team.llm.base import CachePoint, Model, ModelRequest, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
 
@@ -184,12 +184,15 @@ class Compactor:
         layer: str,
         trigger: str,
         focus: str | None = None,
+        prefix: tuple[str, list[ToolSpec]] | None = None,
     ) -> Compaction | None:
         """Archive and summarise the segment; the record that starts the next one.
 
         Args:
             identity: the identity block the new context begins with (the summariser
                 reads it too).
+            prefix: the agent's system prompt and tools; with them the summary request
+                reuses the agent's cached prefix (see `Summariser.summarise_cached`).
 
         Returns:
             The `Compaction` record for the caller to append and fold, or None when the
@@ -198,7 +201,7 @@ class Compactor:
         start = time.monotonic()
         tokens_before = self.estimate(history)
         try:
-            summary = self.summariser.summarise(history.messages, identity, focus)
+            summary = self._summary(history, identity, focus, prefix)
         except SummaryFailed as e:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, str(e))
             return None
@@ -236,6 +239,35 @@ class Compactor:
             self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
         self._succeeded(rec, history, time.monotonic() - start)
         return rec
+
+    def _summary(
+        self,
+        history: History,
+        identity: str,
+        focus: str | None,
+        prefix: tuple[str, list[ToolSpec]] | None,
+    ) -> str:
+        if prefix is not None:
+            view = self.micro.current(history.messages)
+            cleared = self.micro.cleared
+            replaced = [
+                b
+                for m in history.messages
+                for b in m.content
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
+            ]
+            summary = self.summariser.summarise_cached(
+                system=prefix[0],
+                tools=prefix[1],
+                view=view,
+                breakpoint=self.planner.previous_end(view),
+                replaced=replaced,
+                identity=identity,
+                focus=focus,
+            )
+            if summary is not None:
+                return summary
+        return self.summariser.summarise(history.messages, identity, focus)
 
     def _succeeded(self, rec: Compaction, history: History, duration: float) -> None:
         kept = retention(

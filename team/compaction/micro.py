@@ -30,6 +30,7 @@ from team.conversation import Message, ToolResultBlock
 from team.llm.prices import READ, write_multiplier
 
 BlockRef = tuple[int, int]  # (message index, block index)
+WASTE_SHARE = 0.5  # clear once the wasted reads reach this share of the rewrite
 
 
 def placeholder(tool: str) -> str:
@@ -172,6 +173,12 @@ class MicroCompactor:
             return MicroOutcome(list(messages), 0, 0)
         return MicroOutcome(self._apply(messages), 0, 0)
 
+    def current(self, messages: list[Message]) -> list[Message]:
+        """The view with what is already cleared, deciding nothing new (for summaries)."""
+        if not self.config.micro or not self._cleared:
+            return list(messages)
+        return self._apply(messages)
+
     def _rewrite_tokens(
         self, messages: list[Message], oldest: BlockRef, cleared: int, call: CallCost | None
     ) -> int:
@@ -198,13 +205,15 @@ class MicroCompactor:
             return True  # shrink now, or the next call pays for a summary
         extra = (write_multiplier(cfg.cache_ttl) - READ) * rewrite
         saving_per_call = READ * new_tokens
-        return self._wasted >= extra and saving_per_call * self._calls_left(call) >= extra
+        pays = saving_per_call * self._calls_left(call, new_tokens) >= extra
+        return pays and self._wasted >= WASTE_SHARE * extra
 
     @staticmethod
-    def _calls_left(call: CallCost) -> float:
-        """Expected calls left in this segment: until the auto threshold, at this growth."""
+    def _calls_left(call: CallCost, cleared: int) -> float:
+        """Expected calls left in this segment after the clear: until the auto threshold
+        (which the clear itself pushes back), at this growth."""
         if call.auto_at is not None and call.growth > 0:
-            return max(0.0, (call.auto_at - call.context_tokens) / call.growth)
+            return max(0.0, (call.auto_at - call.context_tokens + cleared) / call.growth)
         return float(call.calls)  # no auto: expect the segment to go on as long again
 
     def _apply(self, messages: list[Message]) -> list[Message]:

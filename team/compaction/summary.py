@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from team.compaction.tokens import CHARS_PER_TOKEN
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.base import Model, ModelRequest
+from team.llm.base import CachePoint, Model, ModelRequest, ToolSpec
 
 SECTIONS = (
     "Request and intent",
@@ -41,6 +41,17 @@ MERGE_INSTRUCTION = (
     "The conversation was too long for one summary, so it was summarised in {n} consecutive "
     "parts, given below in order. Merge them into one structured summary with the same "
     "sections; later parts override earlier ones where they conflict."
+)
+
+
+CACHED_ASK = """Your conversation is about to be compacted: this context will be replaced \
+by a summary you write now, so that you can continue your work from it. Do not call tools.
+
+{instructions}"""
+
+REPLACED_INTRO = (
+    "The full text of the tool results shown above as placeholders (summarise from "
+    "these, not from the placeholders):"
 )
 
 
@@ -146,6 +157,52 @@ class Summariser:
             parts = merged
         return parts[0]
 
+    def summarise_cached(
+        self,
+        *,
+        system: str,
+        tools: list[ToolSpec],
+        view: list[Message],
+        breakpoint: CachePoint | None,
+        replaced: list[ToolResultBlock],
+        identity: str,
+        focus: str | None = None,
+    ) -> str | None:
+        """Summarise on the agent's own cached prefix; None when it would not fit one call.
+
+        The request is the agent's tools and system prompt and the view exactly as it
+        was last sent (so the provider reads it from the cache), then one user turn that
+        asks for the summary and carries the full text of the results the view shows as
+        placeholders, with `tool_choice` none.
+        """
+        instructions = self._system(identity, focus).replace(
+            "conversation below", "conversation above"
+        )
+        parts = [CACHED_ASK.format(instructions=instructions)]
+        if replaced:
+            parts.append(REPLACED_INTRO)
+            parts += [render_block(b) for b in replaced]
+        ask = "\n\n".join(parts)
+        size = len(system) + len(ask) + sum(m.chars() for m in view)
+        if size > self.budget_chars or not view:
+            return None
+        messages = list(view)
+        if messages[-1].role == "user":
+            messages[-1] = Message("user", (*messages[-1].content, TextBlock(ask)))
+        else:
+            messages.append(Message.user(ask))
+        request = ModelRequest(
+            system=system,
+            messages=messages,
+            tools=tools,
+            max_tokens=self.max_tokens,
+            tool_choice="none",
+            cache_breakpoints=(breakpoint,) if breakpoint is not None else (),
+            purpose="summary",
+            agent=self.agent,
+        )
+        return self._send(request)
+
     def _system(self, identity: str, focus: str | None) -> str:
         focus_line = (
             f"\n\nThe agent asked to focus on: {focus}. Give it the most detail." if focus else ""
@@ -170,6 +227,9 @@ class Summariser:
             purpose="summary",
             agent=self.agent,
         )
+        return self._send(request)
+
+    def _send(self, request: ModelRequest) -> str:
         start = time.monotonic()
         try:
             response = self.model.complete(request)

@@ -76,7 +76,10 @@ class SimModel:
         except InvalidConversation as e:
             raise ModelError(f"invalid request (the API would answer 400): {e}") from e
         if request.purpose == "summary":
-            text = summarise(request.system, request.messages, max_tokens=request.max_tokens)
+            # a summary on the agent's cached prefix asks (and names any focus) in its
+            # last user turn rather than in the system prompt
+            guide = request.system + ("\n" + request.messages[-1].text() if request.tools else "")
+            text = summarise(guide, request.messages, max_tokens=request.max_tokens)
             content: tuple[Block, ...] = (TextBlock(text),)
         else:
             content = self._turn(request)
