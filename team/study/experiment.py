@@ -111,7 +111,6 @@ class Outcome:
     billed_input: float  # base-price input tokens, summaries included
     total_tokens: int  # input + cache read + cache write + output, every call
     cache_write_tokens: int
-    cache_read_tokens: int
     peak_context: int  # the largest context one agent call saw and produced
     compactions: dict[str, int]  # successful compactions by layer
     summary_share: float | None  # summary calls' share of (billed input + output)
@@ -120,6 +119,7 @@ class Outcome:
     tasks_total: int
     agent_calls: int
     tool_output_chars: int = 0  # what the tools returned: equal rows did equal work
+    cache_read_tokens: int = 0  # 0 for a recorded row, whose log does not split it
     seconds: float = 0.0
     workspace: str | None = None  # kept run folder, if asked for
 
