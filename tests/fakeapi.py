@@ -57,6 +57,14 @@ SECRET_HEADERS = {"x-api-key", "authorization"}
 # --------------------------------------------------------------------------- responders
 
 
+class FakeError(Exception):
+    """Raised by a responder to answer this one call with an API error (e.g. 404 for one agent)."""
+
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(message or ERROR_TYPES.get(status, "api_error"))
+        self.status = status
+
+
 def text_responder(text: str = "OK") -> Responder:
     """A responder that always ends the turn with `text`."""
 
@@ -251,6 +259,8 @@ class FakeMessagesAPI:
             return status, extra, out
         try:
             return 200, {}, self._respond(call.body)
+        except FakeError as e:
+            return _error(e.status, str(e))
         except Exception as e:  # a broken responder is a test bug: say so, don't retry it
             status, extra, out = _error(500, f"responder failed: {type(e).__name__}: {e}")
             return status, {"x-should-retry": "false"}, out

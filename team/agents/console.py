@@ -96,8 +96,7 @@ class EventPrinter:
             )
         if isinstance(event, DeliveryEvent) and event.kind == "received":
             return f"<- {event.msg_type} from {event.sender}"
-        if isinstance(event, ModelCallEvent) and event.error:
-            return f"model call failed: {event.error}"
+        # a failed model call is shown by the loop's warning (with its retry), not twice
         if isinstance(event, AgentEvent):
             return f"{event.kind}{': ' + event.detail if event.detail else ''}"
         return None

@@ -80,6 +80,10 @@ class Intake:
         for c in claimed:
             self.mailbox.done(c)
 
+    def forget_unrecorded(self) -> None:
+        """Recording failed (e.g. disk full): let the next `receive` return that mail again."""
+        self._claimed = []
+
     def answer_shutdown(self) -> None:
         """Record the pending shutdown request, answer it in the requester's inbox."""
         claimed, self.shutdown = self.shutdown, None

@@ -11,22 +11,35 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from team.agents.identity import identity_block
 from team.agents.intake import Intake
+from team.agents.repair import repair
 from team.agents.session import SessionLog, interrupted_results
 from team.board import Board
+from team.compaction.clip import clip_messages
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
-from team.compaction.records import AssistantTurn, Record, UserTurn
+from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
 from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
-from team.llm.base import Model, ModelError, ModelRequest, ToolSpec
+from team.llm.base import (
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    PermanentModelError,
+    PromptTooLong,
+    ToolSpec,
+)
 from team.mailbox.base import Inboxes, Waker
+from team.mailbox.message import MailMessage
+from team.workspace import USER
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +48,14 @@ BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 MAX_KEPT_WORKING = 3  # a teammate_idle hook that always says "keep working" must not loop
 EMPTY_REPLY = "(no reply)"
+MAX_BACKOFF_S = 30.0
+PROMPT_TOO_LONG_COMPACTIONS = 2
+MAX_HINT_S = 600.0  # a server's retry-after is honoured up to this (a stop cuts it short)
+CUT_CALL = (
+    "Not run: your reply was cut off at the max_tokens limit in the middle of this call, "
+    "so its input is incomplete. Send it again (split it up if it is large)."
+)
+CONTINUE = "Your last reply was cut off at the max_tokens limit. Continue from where it stopped."
 
 
 class Tools(Protocol):
@@ -48,18 +69,35 @@ class Shutdown(Exception):
 
 
 class StepFailed(Exception):
-    """The model call failed after retries; the history is unchanged and the turn ends."""
+    """The model call failed and was waited out; the history is unchanged and the turn ends."""
+
+
+class AgentFailed(Exception):
+    """Retrying cannot help (a permanent model error): the agent stops, saying why."""
 
 
 @dataclass
 class AgentState:
     """What `team status` shows, updated by the agent thread."""
 
-    state: str = "starting"  # starting, idle, working, waiting (model error), stopped
+    state: str = "starting"  # starting, idle, working, waiting, failed: <why>, stopped
     context_tokens: int = 0
     compactions: int = 0
     calls: int = 0
     task: int | None = None
+    error: str | None = None
+    """The last error, one line (kept after the agent recovers)."""
+    waiting: str | None = None
+    """Why the agent waits before retrying (with `retry_at`), while it does."""
+    retry_at: float | None = None
+
+    def snapshot(self, now: float | None = None) -> dict:
+        """The status as `team status` shows it: a wait says its reason and time left."""
+        out = asdict(self)
+        if self.state == "waiting" and self.retry_at is not None:
+            left = max(0, round(self.retry_at - (time.time() if now is None else now)))
+            out["state"] = f"waiting: {self.waiting}, retry in {left}s"
+        return out
 
 
 class Agent:
@@ -107,6 +145,8 @@ class Agent:
         self.status = AgentState()
         self.history = History()
         self._error_backoff = 0.0
+        self._cut = False  # the last reply was cut off at max_tokens
+        self.inboxes = inboxes
         self.intake = Intake(self.name, inboxes, session, sink, self.started_at)
         self._board_checked = 0.0
         self.last_error: str | None = None
@@ -123,23 +163,32 @@ class Agent:
             until_idle: return the first time there is no work, instead of waiting.
         """
         self.resume()
+        failed: str | None = None
         try:
             while True:
                 self.check_stop()
-                if self.has_work():
-                    self.status.state = "working"
-                    self.turn()
-                    continue
-                self.status.state = "idle"
-                self.status.task = None
-                if until_idle:
-                    return
-                self.check_stop()
-                self.waker.wait(self.poll_s)
+                try:
+                    if self.has_work():
+                        self.status.state = "working"
+                        self.turn()
+                        continue
+                    self.status.state = "idle"
+                    self.status.task = None
+                    if until_idle:
+                        return
+                    self.check_stop()
+                    self.waker.wait(self.poll_s)
+                except OSError as e:
+                    if not is_disk_error(e):
+                        raise
+                    self._disk_failed(e)
         except Shutdown:
             pass
+        except AgentFailed as e:
+            failed = str(e)
+            self.sink.emit(AgentEvent(self.name, "failed", failed))
         finally:
-            self.status.state = "stopped"
+            self.status.state = f"failed: {failed}" if failed else "stopped"
             self.session.close()
             self.waker.close()
 
@@ -153,6 +202,18 @@ class Agent:
 
     def resume(self) -> None:
         self.history = self.session.load()
+        fixed, fixes = repair(self.history.messages)
+        if fixes:  # a damaged log: never a crash loop on a conversation the API rejects
+            self.history.messages = fixed
+            self.history.usage_tokens, self.history.usage_index = None, 0
+        if fixes or self.session.skipped:  # one warning for the whole repair
+            lines = ", ".join(map(str, self.session.skipped[:5])) or "none"
+            detail = (
+                f"skipped {len(self.session.skipped)} unreadable records (lines {lines}); "
+                f"{len(fixes)} repairs" + (f", e.g. {fixes[0]}" if fixes else "")
+            )
+            # one event, which `team up` shows once (a log line too would show it twice)
+            self.sink.emit(AgentEvent(self.name, "repaired", f"{self.session.path}: {detail}"))
         cut = interrupted_results(self.history)
         if cut:
             self._add_user(cut)
@@ -217,6 +278,10 @@ class Agent:
             if uses:
                 self.run_tools(uses)
                 continue
+            if self._cut:
+                self._cut = False
+                self._add_user([TextBlock(CONTINUE)])
+                continue
             if self.take_inbox():
                 continue
             mine = self._actionable()
@@ -249,11 +314,34 @@ class Agent:
         ]
 
     def step(self) -> list[ToolUseBlock]:
-        """Compact if due, call the model once, persist the reply; return its tool calls."""
+        """Compact if due, call the model once, persist the reply; return its tool calls.
+
+        A prompt too long for the model is compacted at once and sent again; if even
+        a twice-compacted context does not fit, the agent fails.
+        """
         self.check_stop()
         if self.compactor.should_auto(self.history):
             self.compact("auto", "threshold")
+        for attempt in range(PROMPT_TOO_LONG_COMPACTIONS + 1):
+            try:
+                return self._take(*self._call())
+            except PromptTooLong as e:
+                if attempt == PROMPT_TOO_LONG_COMPACTIONS:
+                    raise AgentFailed(f"prompt too long even after compaction: {e}") from e
+                segment = self.history.segment
+                # the second pass also summarises what the first carried over verbatim
+                self.compact("auto", "prompt_too_long")
+                if self.history.segment == segment:  # the compaction failed: retry later
+                    self._backoff(e)
+                    raise StepFailed(str(e)) from e
+        raise AssertionError("unreachable")
+
+    def _call(self) -> tuple[ModelResponse, ModelRequest, int, float]:
+        """One request from the current history: (response, request, estimate, seconds)."""
         view, breakpoints = self.compactor.prepare(self.history)
+        # one block can be larger than the whole context: the model sees its head and
+        # tail; the log and the transcript keep all of it
+        view = clip_messages(view)
         validate(view)  # a request the API would reject is our bug, never the user's
         request = ModelRequest(
             system=self.system,
@@ -268,10 +356,23 @@ class Agent:
         start = time.monotonic()
         try:
             response = self.model.complete(request)
+        except PromptTooLong as e:
+            self._record_error(e, estimate, time.monotonic() - start)
+            raise
+        except PermanentModelError as e:
+            self._record_error(e, estimate, time.monotonic() - start)
+            raise AgentFailed(str(e)) from e
         except ModelError as e:
-            self._model_failed(e, estimate, time.monotonic() - start)
+            self._record_error(e, estimate, time.monotonic() - start)
+            self._backoff(e)
             raise StepFailed(str(e)) from e
         self._error_backoff = 0.0
+        return response, request, estimate, time.monotonic() - start
+
+    def _take(
+        self, response: ModelResponse, request: ModelRequest, estimate: int, duration: float
+    ) -> list[ToolUseBlock]:
+        """Record a reply; a cut-off or refused one is noted for the turn to handle."""
         u = response.usage
         self.compactor.observe(request, u)
         self.sink.emit(
@@ -283,7 +384,7 @@ class Agent:
                 cache_read_tokens=u.cache_read_tokens,
                 cache_write_tokens=u.cache_write_tokens,
                 estimate=estimate,
-                duration_s=time.monotonic() - start,
+                duration_s=duration,
             )
         )
         # whitespace-only text would make every later request a 400: keep what is real
@@ -294,15 +395,25 @@ class Agent:
         self.record(AssistantTurn(message, u))
         self.status.calls += 1
         self.status.context_tokens = u.context_tokens
-        return message.tool_uses()
+        uses = message.tool_uses()
+        if response.stop_reason == "max_tokens":
+            self._cut = True  # the last call, if any, is incomplete: run_tools refuses it
+        elif response.stop_reason == "refusal":
+            self._refused(message)
+        return uses
 
     def run_tools(self, uses: list[ToolUseBlock]) -> None:
         results: list[Block] = []
         inbox_ids: list[str] = []
         focus: str | None = None
         compact_requested = False
+        cut = uses[-1].id if self._cut and uses else None
+        if cut:
+            self._cut = False
         for use in uses:
-            if use.name == "compact":
+            if use.id == cut:
+                results.append(ToolResultBlock(use.id, CUT_CALL, use.name, is_error=True))
+            elif use.name == "compact":
                 compact_requested = True
                 focus = str(use.input.get("focus") or "") or None
                 content = "Compacting now: you will continue from a summary of your work."
@@ -317,6 +428,8 @@ class Agent:
             else:
                 r = self.toolbox.run(use.name, use.input)
                 results.append(ToolResultBlock(use.id, r.content, use.name, r.is_error))
+        if cut:
+            results.append(TextBlock(CONTINUE))
         self._add_user(results, inbox_ids)
         if compact_requested:
             self.compact("manual", "tool", focus)
@@ -359,7 +472,7 @@ class Agent:
         self.record(UserTurn(tuple(blocks), tuple(inbox_ids)))
         self.intake.ack()
 
-    def _model_failed(self, e: ModelError, estimate: int, duration: float) -> None:
+    def _record_error(self, e: ModelError, estimate: int, duration: float) -> None:
         self.sink.emit(
             ModelCallEvent(
                 agent=self.name,
@@ -369,12 +482,67 @@ class Agent:
                 error=str(e),
             )
         )
-        self.last_error = str(e)
-        self._error_backoff = min(30.0, max(1.0, self._error_backoff * 2))
+        self.last_error = self.status.error = str(e)
+
+    def _backoff(self, e: ModelError) -> None:
+        """Wait before retrying: exponential, or the server's hint when it gives one."""
+        self._error_backoff = min(MAX_BACKOFF_S, max(1.0, self._error_backoff * 2))
         if e.retry_after is not None:  # the server knows better (a short 529, a long 429)
-            self._error_backoff = min(self._error_backoff, e.retry_after)
+            self._error_backoff = min(MAX_HINT_S, e.retry_after)
         log.warning(
             "%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff
         )
-        self.status.state = "waiting"
-        self.stop.wait(self._error_backoff)
+        self.wait_interruptibly(self._error_backoff, e.reason)
+
+    def wait_interruptibly(self, seconds: float, reason: str) -> None:
+        """Wait `seconds`, shown as `waiting: <reason>, retry in Ns`, unless told to stop.
+
+        The wait ends at once on a hard stop (the waker watches it) and on a shutdown
+        request (it arrives as mail, which wakes the waker): `team down`, Ctrl-C and
+        SIGTERM never wait out a backoff. Other mail is taken in while waiting.
+        """
+        deadline = time.monotonic() + seconds
+        self.status.state, self.status.waiting = "waiting", reason
+        self.status.retry_at = time.time() + seconds
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.check_stop()
+                self.waker.wait(left)
+                self.take_inbox()
+            self.check_stop()
+        finally:
+            self.status.waiting = self.status.retry_at = None
+            self.status.state = "working"
+
+    def _disk_failed(self, e: OSError) -> None:
+        """The session log cannot be written (disk full, read-only): wait, then go on.
+
+        Nothing was applied that was not recorded (records are written before they are
+        applied), and mail taken in but not recorded is taken in again.
+        """
+        line = f"cannot write: {os_error_line(e)}"
+        self.last_error = self.status.error = line
+        self.intake.forget_unrecorded()
+        self._error_backoff = min(MAX_BACKOFF_S, max(1.0, self._error_backoff * 2))
+        log.warning("%s: %s; retrying in %.0fs", self.name, line, self._error_backoff)
+        self.wait_interruptibly(self._error_backoff, "disk full" if "space" in line else "disk")
+
+    def _refused(self, message: Message) -> None:
+        """The model refused to go on: say so where the person will see it."""
+        asked = next(
+            (m.text() for m in reversed(self.history.messages[:-1]) if m.role == "user"), ""
+        )
+        asked = " ".join(asked.split())[:300]
+        self.record(Note({"event": "refusal", "text": message.text()[:1000]}))
+        self.sink.emit(AgentEvent(self.name, "refusal", asked[:200]))
+        self.inboxes.mailbox(USER).deliver(
+            MailMessage(
+                sender=self.name,
+                to=USER,
+                content=(
+                    f"{self.name}: the model refused to answer (stop_reason refusal), so I "
+                    f"stopped this turn. It was answering: {asked or '(nothing)'}. Send me "
+                    "new instructions to go on."
+                ),
+            )
+        )

@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 from team.agents.build import Parts, build_agent
@@ -85,6 +84,7 @@ class Runtime:
         self.agents: dict[str, Agent] = {}
         self.threads: dict[str, threading.Thread] = {}
         self.crashes: dict[str, int] = {}
+        self.failed: dict[str, str] = {}  # agents stopped by a permanent error: why
         # kept across restarts of an agent's thread, so a failing summariser stays paused
         self.gates: dict[str, AutoGate] = {}
         self._stopping = False
@@ -111,7 +111,10 @@ class Runtime:
                 self.agents[name] = agent
                 self.sink.emit(AgentEvent(name, "started"))
                 agent.run()
-                self.sink.emit(AgentEvent(name, "stopped"))
+                if agent.status.state.startswith("failed"):
+                    self.failed[name] = agent.status.state.removeprefix("failed: ")
+                else:
+                    self.sink.emit(AgentEvent(name, "stopped"))
                 return
             except Exception as e:
                 self.crashes[name] = self.crashes.get(name, 0) + 1
@@ -139,15 +142,20 @@ class Runtime:
             self.inboxes.mailbox(name).deliver(shutdown_request(name, sender))
 
     def is_idle(self) -> bool:
-        """Every agent idle, every inbox empty and no task open."""
+        """Every agent idle, every inbox empty and no task open.
+
+        A failed agent takes on nothing more: its inbox and its tasks do not count.
+        """
         for name in self.names:
+            if name in self.failed:
+                continue
             agent = self.agents.get(name)
             # a stopped agent takes on nothing more: it counts as idle
             if agent is None or agent.status.state not in ("idle", "stopped"):
                 return False
             if self.inboxes.mailbox(name).has_pending():
                 return False
-        return self.board.all_done()
+        return all(t.status == "completed" or t.owner in self.failed for t in self.board.list())
 
     def wait(
         self,
@@ -208,7 +216,7 @@ class Runtime:
         agents = {}
         for name in self.names:
             agent = self.agents.get(name)
-            st = asdict(agent.status) if agent else {"state": "starting"}
+            st = agent.status.snapshot() if agent else {"state": "starting"}
             st["pending"] = self.inboxes.mailbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             agents[name] = st

@@ -11,6 +11,7 @@ is the only one that reads or writes the file's lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,11 +35,14 @@ class SessionLogError(UserError):
     """A session log that cannot be read as records (for readers that must not guess)."""
 
 
-def read_records(path: Path, *, strict: bool = False) -> Iterator[Record]:
+def read_records(
+    path: Path, *, strict: bool = False, skipped: list[int] | None = None
+) -> Iterator[Record]:
     """The records of a session log, in order, without changing the file.
 
     A torn last line (a crash mid-write) is skipped. Any other unreadable line is
-    skipped with a warning, or with `strict` raises `SessionLogError` naming it.
+    skipped with a warning, or with `strict` raises `SessionLogError` naming it; given
+    `skipped`, its line number is added there instead (the caller warns once).
     """
     try:
         with open(path, encoding="utf-8") as f:
@@ -56,7 +60,10 @@ def read_records(path: Path, *, strict: bool = False) -> Iterator[Record]:
                 continue  # a partial last record: never acted on
             if strict:
                 raise SessionLogError(f"{path}:{n + 1}: not a session record ({e})") from None
-            log.warning("%s:%d: skipping unreadable record (%s)", path, n + 1, e)
+            if skipped is not None:
+                skipped.append(n + 1)
+            else:
+                log.warning("%s:%d: skipping unreadable record (%s)", path, n + 1, e)
 
 
 class SessionLog:
@@ -66,6 +73,8 @@ class SessionLog:
         self.path = path
         self.fsync = fsync
         self.seen_ids: set[str] = set()
+        self.skipped: list[int] = []
+        """Line numbers of unreadable records the last `load` skipped (the caller warns)."""
         self._f = None
 
     def load(self) -> History:
@@ -74,7 +83,7 @@ class SessionLog:
         if not self.path.exists():
             return history
         self._repair_tail()
-        for rec in read_records(self.path):
+        for rec in read_records(self.path, skipped=self.skipped):
             history.apply(rec)
             if isinstance(rec, UserTurn):
                 self.seen_ids.update(rec.inbox)
@@ -100,11 +109,21 @@ class SessionLog:
         """Write one record durably (flush + fsync) before anyone acts on it."""
         if self._f is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open)
-        self._f.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
-        self._f.flush()
-        if self.fsync:
-            os.fsync(self._f.fileno())
+            self._f = open(self.path, "ab")  # noqa: SIM115 (kept open)
+        end = self._f.tell()
+        try:
+            self._f.write((json.dumps(rec.to_dict(), ensure_ascii=False) + "\n").encode())
+            self._f.flush()
+            if self.fsync:
+                os.fsync(self._f.fileno())
+        except OSError:
+            # disk full mid-line: cut the partial record off, or every later record would
+            # follow half a line and the log would be damaged in the middle
+            self._f.close()
+            self._f = None
+            with contextlib.suppress(OSError), open(self.path, "rb+") as f:
+                f.truncate(end)
+            raise
         if isinstance(rec, UserTurn):
             self.seen_ids.update(rec.inbox)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import signal
 import sqlite3
 import sys
@@ -18,6 +17,7 @@ from team.agents import sandbox
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.lock import TeamLock
 from team.agents.runtime import Runtime
+from team.agents.warnings import route_warnings
 from team.backends.base import RedisBackend, open_backend
 from team.cli.base import DirOption, JsonOption, app, workspace
 from team.config import TeamConfig
@@ -66,7 +66,6 @@ def up(
     if warning := sandbox.preflight(config, sandbox.detect()):
         print(warning, file=sys.stderr, flush=True)
     llm = make_model(model_id, sim_latency=sim_latency)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     live = sys.stdout.isatty()
     counter = RunCounter()
     lock = TeamLock(ws.lock_path)
@@ -82,8 +81,10 @@ def up(
             f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"
         ) from None
     sinks = [events, counter] if live else [events, counter, EventPrinter()]
+    sink = FanoutSink(*sinks)
+    route_warnings(sink, ws.team_dir / "errors.log")  # one path for warnings: the events
     try:
-        runtime, node = _runtime(ws, config, llm, FanoutSink(*sinks), local)
+        runtime, node = _runtime(ws, config, llm, sink, local)
     except UserError:
         events.close()
         raise
@@ -113,6 +114,10 @@ def up(
     tasks = runtime.board.list()
     done = sum(1 for t in tasks if t.status == "completed")
     print(counter.summary(done, len(tasks), time.monotonic() - start))
+    if runtime.failed:  # the agents that could not work say why; the others finished
+        name, why = next(iter(runtime.failed.items()))
+        more = len(runtime.failed) - 1
+        raise UserError(f"{name} failed: {why}" + (f" (and {more} more agents)" if more else ""))
     if not finished:
         raise UserError(f"stopped after --timeout {timeout:g}s before the team was idle")
 

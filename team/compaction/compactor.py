@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from team.compaction.cache_plan import BreakpointPlanner
+from team.compaction.clip import clip_text
 from team.compaction.history import History
 from team.compaction.micro import CallCost, MicroCompactor
 from team.compaction.records import Compaction
@@ -332,7 +333,7 @@ class Compactor:
                     )
                 out.append(f"[result of {b.name or 'tool'}]\n{text}")
             elif isinstance(b, TextBlock):
-                out.append(b.text)
+                out.append(clip_text(b.text))  # a 10 MB message is not carried whole
         return "\n\n".join(out)
 
     def _failed(

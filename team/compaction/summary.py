@@ -12,9 +12,12 @@ import json
 import time
 from collections.abc import Iterable
 
+from team.compaction.clip import clip_messages
 from team.compaction.tokens import CHARS_PER_TOKEN
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.base import CachePoint, Model, ModelRequest, ToolSpec
+from team.llm.base import CachePoint, Model, ModelRequest, PromptTooLong, ToolSpec
+
+MIN_BUDGET_CHARS = 2000  # below this a chunk is too small to summarise usefully
 
 SECTIONS = (
     "Request and intent",
@@ -57,6 +60,10 @@ REPLACED_INTRO = (
 
 class SummaryFailed(Exception):
     """The model could not produce a usable summary; the caller keeps the history."""
+
+
+class _ChunkTooLong(Exception):
+    """A chunk did not fit the model's window (our chars/4 estimate undercounted it)."""
 
 
 def render_block(block) -> str:
@@ -140,14 +147,32 @@ class Summariser:
         self.on_call = on_call  # callback(response, duration_s, error) for model-call events
 
     def summarise(self, messages: list[Message], identity: str, focus: str | None = None) -> str:
-        chunks = pack(render_units(messages, self.budget_chars), self.budget_chars)
+        """The summary; chunks that the model finds too long are split in half and redone.
+
+        A block too large for any context is summarised from its head and tail (the
+        transcript keeps it whole): a 10 MB message must not cost 20 summary calls.
+        """
+        messages = clip_messages(messages)
+        budget = self.budget_chars
+        while True:
+            try:
+                return self._summarise(messages, identity, focus, budget)
+            except _ChunkTooLong as e:
+                if budget // 2 < MIN_BUDGET_CHARS:
+                    raise SummaryFailed(f"even small chunks are too long: {e}") from e
+                budget //= 2
+
+    def _summarise(
+        self, messages: list[Message], identity: str, focus: str | None, budget: int
+    ) -> str:
+        chunks = pack(render_units(messages, budget), budget)
         system = self._system(identity, focus)
         parts = [
             self._call(system, self._ask(chunk, i, len(chunks))) for i, chunk in enumerate(chunks)
         ]
         while len(parts) > 1:
             # merge in groups that fit the budget, until one summary is left
-            groups = pack((f"## Part {i + 1}\n{p}" for i, p in enumerate(parts)), self.budget_chars)
+            groups = pack((f"## Part {i + 1}\n{p}" for i, p in enumerate(parts)), budget)
             merged = []
             for g in groups:
                 ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g
@@ -201,7 +226,10 @@ class Summariser:
             purpose="summary",
             agent=self.agent,
         )
-        return self._send(request)
+        try:
+            return self._send(request)
+        except _ChunkTooLong:
+            return None  # the view itself no longer fits: summarise in chunks instead
 
     def _system(self, identity: str, focus: str | None) -> str:
         focus_line = (
@@ -236,6 +264,8 @@ class Summariser:
         except Exception as e:
             if self.on_call:
                 self.on_call(None, time.monotonic() - start, str(e))
+            if isinstance(e, PromptTooLong):
+                raise _ChunkTooLong(str(e)) from e
             raise SummaryFailed(str(e) or type(e).__name__) from e
         if self.on_call:
             self.on_call(response, time.monotonic() - start, None)

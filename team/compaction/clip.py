@@ -1,0 +1,60 @@
+"""Bounding one huge block: what the model and the summariser see of a 10 MB message.
+
+The stored history, the session log and the transcripts keep the full text; only what
+is sent is cut. A block larger than `BLOCK_CHARS` keeps its head and its tail, joined by
+a note saying how much was left out and where the whole of it is. That keeps one giant
+message from making every request too long for the context window, and keeps every
+text scan on the hot path (the sim's reading, summaries) bounded.
+"""
+
+from __future__ import annotations
+
+from team.conversation import Block, Message, TextBlock, ToolResultBlock
+
+BLOCK_CHARS = 100_000
+"""~25,000 tokens: far below any context window, above the file and bash tools' caps."""
+HEAD_SHARE = 0.75
+
+
+def clip_text(text: str, limit: int = BLOCK_CHARS, where: str = "the session log") -> str:
+    """`text` itself when it fits in `limit` characters, else its head and tail with a note."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * HEAD_SHARE)
+    tail = limit - head
+    note = (
+        f"\n[... {len(text) - limit:,} of {len(text):,} characters cut here: too large for "
+        f"the context. The full text is kept in {where}.]\n"
+    )
+    return text[:head] + note + text[len(text) - tail :]
+
+
+def clip_block(block: Block, limit: int = BLOCK_CHARS) -> Block:
+    if isinstance(block, TextBlock) and len(block.text) > limit:
+        return TextBlock(clip_text(block.text, limit, "the session log and the transcript"))
+    if isinstance(block, ToolResultBlock) and len(block.content) > limit:
+        return ToolResultBlock(
+            block.tool_use_id,
+            clip_text(block.content, limit, "the session log and the transcript"),
+            block.name,
+            block.is_error,
+        )
+    return block
+
+
+def clip_messages(messages: list[Message], limit: int = BLOCK_CHARS) -> list[Message]:
+    """The messages with every oversized block clipped (the same objects when none is)."""
+    out = []
+    for m in messages:
+        if any(_size(b) > limit for b in m.content):
+            m = Message(m.role, tuple(clip_block(b, limit) for b in m.content))
+        out.append(m)
+    return out
+
+
+def _size(block: Block) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ToolResultBlock):
+        return len(block.content)
+    return 0
