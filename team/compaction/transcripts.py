@@ -5,12 +5,31 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from team.conversation import Message
 
-_SEQ = re.compile(r"^(\d+)-")
+_NAME = re.compile(r"^(?P<seq>\d+)-(?P<utc>.+)-(?P<layer>[A-Za-z]+)\.jsonl$")
+
+
+@dataclass(frozen=True)
+class TranscriptName:
+    """What a transcript's file name says: `<seq>-<utc>-<layer>.jsonl`."""
+
+    seq: int
+    utc: str
+    layer: str
+
+    def __str__(self) -> str:
+        return f"{self.seq:04d}-{self.utc}-{self.layer}.jsonl"
+
+
+def parse_name(name: str) -> TranscriptName | None:
+    """The parts of a transcript file name; None for temp files and strays."""
+    m = _NAME.match(name)
+    return TranscriptName(int(m["seq"]), m["utc"], m["layer"]) if m else None
 
 
 class TranscriptStore:
@@ -29,9 +48,8 @@ class TranscriptStore:
         best = 0
         if self.root.is_dir():
             for name in os.listdir(self.root):
-                m = _SEQ.match(name)
-                if m:
-                    best = max(best, int(m.group(1)))
+                if parsed := parse_name(name):
+                    best = max(best, parsed.seq)
         return best + 1
 
     def write(self, messages: list[Message], layer: str) -> Path:
@@ -47,7 +65,7 @@ class TranscriptStore:
             seq = self._next_seq()
             while True:
                 stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-                final = self.root / f"{seq:04d}-{stamp}-{layer}.jsonl"
+                final = self.root / str(TranscriptName(seq, stamp, layer))
                 try:
                     os.link(tmp, final)  # link, not rename: fails instead of overwriting
                     break
@@ -61,11 +79,6 @@ class TranscriptStore:
         finally:
             os.close(dfd)
         return final
-
-    def list(self) -> list[Path]:
-        if not self.root.is_dir():
-            return []
-        return sorted(p for p in self.root.glob("*.jsonl") if _SEQ.match(p.name))
 
 
 def read_transcript(path: Path) -> list[Message]:

@@ -43,7 +43,7 @@ from team.events import EventSink
 from team.llm.base import ModelError, ModelRequest
 from team.llm.sim import SimModel
 from team.mailbox.waker import PollingWaker
-from team.study.experiment import Outcome, outcome, tool_output_chars
+from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
 from team.workspace import Workspace
 

@@ -6,15 +6,13 @@ line; see `team.compaction.transcripts.TranscriptStore`, which writes them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from team.compaction.transcripts import parse_name
 from team.errors import UserError
 from team.workspace import Workspace
-
-_NAME = re.compile(r"^(?P<seq>\d+)-(?P<utc>.+)-(?P<layer>[A-Za-z]+)\.jsonl$")
 
 
 @dataclass(frozen=True)
@@ -41,15 +39,15 @@ def _count_messages(path: Path) -> int:
 def _agent_files(agent: str, folder: Path) -> list[TranscriptFile]:
     files = []
     for path in folder.glob("*.jsonl"):
-        m = _NAME.match(path.name)
-        if not m:  # temp files and strays are not transcripts
+        name = parse_name(path.name)
+        if name is None:  # temp files and strays are not transcripts
             continue
         files.append(
             TranscriptFile(
                 agent=agent,
-                seq=int(m["seq"]),
-                utc=m["utc"],
-                layer=m["layer"],
+                seq=name.seq,
+                utc=name.utc,
+                layer=name.layer,
                 messages=_count_messages(path),
                 size=path.stat().st_size,
                 path=path,
