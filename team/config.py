@@ -22,7 +22,7 @@ class ConfigError(UserError):
 
 
 class CompactionConfig(BaseModel):
-    """How one agent's context is kept in bounds (DESIGN §6)."""
+    """How one agent's context is kept in bounds (docs/design.md, "Compaction")."""
 
     model_config = ConfigDict(extra="forbid")
 

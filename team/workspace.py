@@ -1,4 +1,4 @@
-"""Where things live on disk (DESIGN §1). One object, so no path is spelled twice."""
+"""Where things live on disk (docs/design.md, "Files on disk"); no path is spelled twice."""
 
 from __future__ import annotations
 

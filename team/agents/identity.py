@@ -33,7 +33,7 @@ def system_prompt(agent: AgentConfig, team: TeamConfig) -> str:
 
 
 def identity_block(agent: AgentConfig, team: TeamConfig, open_tasks: Iterable) -> str:
-    """The block that begins every new context after a compaction (DESIGN §6)."""
+    """The block that begins every new context after a compaction (docs/design.md, "Compaction")."""
     tasks = "; ".join(f"#{t.id} {t.subject}" for t in open_tasks) or "none"
     return (
         f"<identity>{who(agent, team)} {teammates_line(agent, team)}. "

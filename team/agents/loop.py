@@ -7,7 +7,6 @@ collaborators (model, mailbox, board, toolbox, compactor, session log) do the re
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from team.config import AgentConfig, TeamConfig
 from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
 from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
+from team.facts import task_ids
 from team.llm.base import (
     Model,
     ModelError,
@@ -43,7 +43,6 @@ from team.workspace import USER
 
 log = logging.getLogger(__name__)
 
-TASK_REF = re.compile(r'#(\d+)|task="(\d+)"|"task_id": "?(\d+)')  # how task ids appear
 BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 MAX_KEPT_WORKING = 3  # a teammate_idle hook that always says "keep working" must not loop
@@ -229,7 +228,7 @@ class Agent:
         in between would leave a task owned by an agent that never heard of it.
         """
         text = "\n".join(render_block(b) for m in self.history.messages for b in m.content)
-        known = {int(next(g for g in m.groups() if g)) for m in TASK_REF.finditer(text)}
+        known = task_ids(text)
         known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
         untold = [t for t in self._actionable() if t.id not in known]
         if untold:

@@ -1,4 +1,6 @@
-"""The tools the model sees (DESIGN §5): their specs, and a `Toolbox` that runs them.
+"""The tools the model sees: their specs, and a `Toolbox` that runs them.
+
+Names and schemas are a contract (docs/design.md, "What the model sees").
 
 `compact`, `idle` and `read_inbox` change the agent's own loop, so the loop handles them
 (`LOOP_TOOLS`); everything else runs here. `Toolbox.run` never raises: every failure

@@ -1,4 +1,4 @@
-"""`team stats`, `team report`, `team transcripts`: study compaction (DESIGN §8)."""
+"""`team stats`, `team report`, `team transcripts` (docs/design.md, "Studying compaction")."""
 
 from __future__ import annotations
 

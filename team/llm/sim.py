@@ -1,4 +1,4 @@
-"""`SimModel`: an offline, deterministic agent that really acts (DESIGN §4).
+"""`SimModel`: an offline, deterministic agent that really acts (docs/design.md, "Models").
 
 It answers agent turns with the scripted-but-stateless policy of `sim_policy` and summary
 requests with the extractive summary of `sim_summary`, and reports usage the way the API

@@ -1,4 +1,4 @@
-"""One agent's durable inbox, Maildir-style (DESIGN §7).
+"""One agent's durable inbox, Maildir-style (docs/design.md, "Inboxes").
 
 Layout under `.team/inbox/<agent>/`:
 

@@ -1,4 +1,4 @@
-"""The message that travels between inboxes (DESIGN §7)."""
+"""The message that travels between inboxes (docs/design.md, "Inboxes")."""
 
 from __future__ import annotations
 

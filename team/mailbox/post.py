@@ -1,4 +1,4 @@
-"""Sending: check names and content, then deliver durably (DESIGN §3, §7).
+"""Sending: check names and content, then deliver durably (docs/design.md, "CLI", "Inboxes").
 
 Used by the CLI (`team send`, `team broadcast`) and by the agents' messaging tools, so
 a typo in a recipient is the same clear error everywhere, never a new inbox.

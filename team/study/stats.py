@@ -1,4 +1,4 @@
-"""`team stats`: per-agent and team numbers from `.team/events.db` (DESIGN §8).
+"""`team stats`: per-agent and team numbers from `.team/events.db` (docs/design.md).
 
 The database is opened read-only, so stats can be taken while a team is running (WAL
 readers never block the writer) and a typo'd `--dir` never leaves an empty database behind.
