@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from team.compaction.tokens import chars_to_tokens
 from team.conversation import Block, InvalidConversation, TextBlock, ToolUseBlock, validate
 from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage, cache_block
 from team.llm.prices import TTL_SECONDS
@@ -24,7 +25,7 @@ from team.llm.sim_summary import summarise
 
 def tokens(text: str) -> int:
     """The simulator's token estimate: about four characters a token."""
-    return (len(text) + 3) // 4
+    return chars_to_tokens(len(text))
 
 
 class SimModel:
@@ -113,7 +114,7 @@ class SimModel:
         )
         return Usage(
             input_tokens=charge.input_tokens,
-            output_tokens=(out + 3) // 4,
+            output_tokens=chars_to_tokens(out),
             cache_read_tokens=charge.cache_read_tokens,
             cache_write_tokens=charge.cache_write_tokens,
         )
