@@ -127,6 +127,7 @@ class Recorded:
     output_tokens: int
     peak_context: int
     cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +136,7 @@ class Recorded:
             "billed_input": self.billed_input,
             "output_tokens": self.output_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
             "peak_context": self.peak_context,
         }
 
@@ -158,6 +160,7 @@ def recorded(session: Session) -> Recorded | None:
             total.output_tokens,
             0,
             total.cache_write_tokens,
+            total.cache_read_tokens,
         )
     out = RecordedUsage()
     for u, _ in calls:
@@ -169,6 +172,7 @@ def recorded(session: Session) -> Recorded | None:
         out.output_tokens,
         max(u.input_total + u.output_tokens for u, _ in calls),
         out.cache_write_tokens,
+        out.cache_read_tokens,
     )
 
 

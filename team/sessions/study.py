@@ -31,7 +31,8 @@ from team.sessions.calibration import (
 from team.sessions.model import Session
 from team.sessions.read import read_session
 from team.sessions.workspace import read_import, write_workspace
-from team.study.experiment import STRATEGIES, Experiment, Outcome, Strategy, run_folder
+from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
+from team.study.outcome import Outcome
 from team.study.stats import load
 from team.workspace import Workspace
 
@@ -212,6 +213,7 @@ def recorded_outcome(result: LogExperiment) -> Outcome | None:
         billed_input=r.billed_input,
         total_tokens=r.input_tokens_total + r.output_tokens,
         cache_write_tokens=r.cache_write_tokens,
+        cache_read_tokens=r.cache_read_tokens,
         peak_context=r.peak_context,
         compactions=compactions,
         summary_share=None,
