@@ -296,8 +296,9 @@ def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path)
     marker = tmp_path / "kept"
     # keep bob working once, then let him go idle
     hook.write_text(
-        f"cat > {tmp_path}/idle_event.json\n"
-        f'grep -q \'"agent": "bob"\' {tmp_path}/idle_event.json || exit 0\n'
+        "event=$(cat)\n"  # agents go idle at once: each hook reads its own stdin
+        f'echo "$event" >> {tmp_path}/idle_events.jsonl\n'
+        'case "$event" in *\'"agent": "bob"\'*) ;; *) exit 0;; esac\n'
         f"[ -e {marker} ] && exit 0\n"
         f'touch {marker}; echo "write the changelog too" >&2; exit 2\n'
     )
@@ -324,9 +325,40 @@ def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path)
     assert any(c.startswith("bob is idle") for c in lead_mail), lead_mail
     bob_log = ws.session_log("bob").read_text()
     assert "Keep working (teammate_idle hook): write the changelog too" in bob_log
-    event = json.loads((tmp_path / "idle_event.json").read_text())
-    assert event["hook_event_name"] == "teammate_idle" and event["agent"] in (
-        "alice",
-        "bob",
-        "carol",
+    events = [json.loads(ln) for ln in (tmp_path / "idle_events.jsonl").read_text().splitlines()]
+    assert {e["hook_event_name"] for e in events} == {"teammate_idle"}
+    assert "bob" in {e["agent"] for e in events} and all("open_tasks" in e for e in events)
+
+
+def test_the_sim_lead_splits_a_goal_into_tasks_that_wait_on_each_other(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    (ws.root / "src").mkdir()
+    (ws.root / "src" / "pricing.py").write_text("def price(q, u):\n    return q * u  # TODO\n")
+    assert (
+        run_team("goal", "Add bulk discounts to src/pricing.py", "--dir", str(ws.root)).returncode
+        == 0
     )
+    r = run_team(
+        "up",
+        "--until-idle",
+        "--idle-grace",
+        "0.5",
+        "--timeout",
+        "120",
+        "--dir",
+        str(ws.root),
+        timeout=180,
+    )
+    assert r.returncode == 0, r.stderr
+    tasks = TaskBoard(ws.tasks_dir).list()
+    assert len(tasks) == 4 and all(t.created_by == "alice" for t in tasks)
+    assert [t.blocked_by for t in tasks] == [[], [1], [1], [2, 3]]
+    assert {t.owner for t in tasks} <= {"bob", "carol"}
+    assert all(t.status == "completed" for t in tasks), [(t.id, t.status) for t in tasks]
+    done = {t.id: t for t in tasks}
+    for t in tasks:  # nobody started before what it waits on was done
+        for b in t.blocked_by:
+            assert done[b].completed_at <= t.completed_at
+    user_mail = MaildirMailbox(ws.inbox_dir("user")).pending()
+    [report] = [m for m in user_mail if m.sender == "alice" and m.type == "message"]
+    assert "#1, #2, #3, #4" in report.content

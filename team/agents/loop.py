@@ -151,7 +151,9 @@ class Agent:
         self.last_error: str | None = None
 
     def identity(self) -> str:
-        return identity_block(self.config, self.team, self.board.open_for(self.name))
+        # blocked tasks are not work yet: their owner is told when they unblock
+        mine = [t for t in self.board.open_for(self.name) if t.status != "blocked"]
+        return identity_block(self.config, self.team, mine)
 
     # -- the loop ------------------------------------------------------------------------
 

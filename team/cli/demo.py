@@ -17,13 +17,14 @@ from team.workspace import Workspace
 
 DEMO_MARK = "demo"  # in .team/: this folder is the demo's to delete
 AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
+LEAD = "alice"
+GOAL = "Add bulk discounts to src/pricing.py"
+"""Given to the lead, which splits it into tasks that wait on each other."""
 TASKS = [
-    ("alice", "Review src/inventory.py and list its functions"),
     ("bob", "Check that tests/test_inventory.py covers every function"),
     ("carol", "Read docs/notes.md and summarise the open questions"),
     (None, "Count the lines of every Python file under src/"),
     (None, "Find every TODO in the project"),
-    ("alice", "Propose a fix for the TODO in src/pricing.py"),
 ]
 
 
@@ -71,7 +72,8 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
 
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)
-    ws.config_path.write_text(render_config("demo", "sim", AGENTS, threshold=threshold))
+    text = render_config("demo", "sim", AGENTS, threshold=threshold)
+    ws.config_path.write_text(text.replace("[team]\n", f'[team]\nlead = "{LEAD}"\n', 1))
     ws.team_dir.mkdir(parents=True, exist_ok=True)
     (ws.team_dir / DEMO_MARK).write_text("made by `team demo`: it may delete this folder\n")
     seed_project(ws.root)
@@ -82,6 +84,7 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
             task = board.create(subject, owner=owner)
             if owner:
                 send(ws, config, owner, subject, type="task", task_id=task.id, sink=sink)
+        send(ws, config, LEAD, GOAL, type="goal", sink=sink)
     return ws
 
 
@@ -109,7 +112,10 @@ def demo(
             raise UserError(f"a team is running in {root}; stop it with `team down` first")
         shutil.rmtree(root)
     ws = prepare_demo(root, threshold)
-    typer.echo(f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board)")
+    typer.echo(
+        f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board; the lead, {LEAD}, "
+        f"splits the goal {GOAL!r} into more)"
+    )
     up(until_idle=True, model="sim", idle_grace=2.0, timeout=600, sim_latency=latency, dir=root)
     typer.echo(
         f"\nLook closer: team stats -C {dir}   team report -C {dir}   team transcripts -C {dir}"

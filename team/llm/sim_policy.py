@@ -21,6 +21,7 @@ from typing import Any
 
 from team.conversation import ToolUseBlock
 from team.llm.base import ModelRequest
+from team.llm.sim_lead import lead_step
 from team.llm.sim_reading import (
     BOARD_CHECK,
     Call,
@@ -78,6 +79,8 @@ def decide(request: ModelRequest, *, seed: int = 0) -> Reply:
 
 
 def _next_step(s: Situation, seed: int) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
+    if (lead := lead_step(s)) is not None:
+        return lead  # a goal to split, plans to review: before its own tasks
     task = _current_task(s)
     if task is not None:
         return _task_step(s, task, seed)

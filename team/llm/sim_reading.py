@@ -41,6 +41,7 @@ class Mail:
     id: str
     task: int | None
     body: str
+    index: int = -1  # of the user message that brought it
 
     @property
     def first_line(self) -> str:
@@ -84,6 +85,7 @@ class Situation:
     calls: list[Call] = field(default_factory=list)
     turn_start: int = 0  # index of the last user message that brought new text
     new_mail: list[Mail] = field(default_factory=list)
+    mail: list[Mail] = field(default_factory=list)  # every message still in the context
     identity_text: str = ""  # identity blocks and the summaries that follow them
     resumed: dict[int, int] = field(default_factory=dict)  # task -> last step stated, in order
 
@@ -113,11 +115,11 @@ def read_situation(request: ModelRequest) -> Situation:
         if not text.strip():
             continue
         s.turn_start = i
-        _apply_user_text(s, text, newest=i == last)
+        _apply_user_text(s, text, newest=i == last, index=i)
     return s
 
 
-def _apply_user_text(s: Situation, text: str, *, newest: bool) -> None:
+def _apply_user_text(s: Situation, text: str, *, newest: bool, index: int = -1) -> None:
     if "<identity>" in text:
         s.identity_text += text
         for m in PROGRESS_RE.finditer(text):
@@ -133,7 +135,8 @@ def _apply_user_text(s: Situation, text: str, *, newest: bool) -> None:
     if REMINDER in text:
         _own_items(s, text.split(REMINDER, 1)[1])
     for m in MAIL_RE.finditer(text):
-        mail = Mail(m["sender"], m["type"], m["id"], as_int(m["task"]), m["body"])
+        mail = Mail(m["sender"], m["type"], m["id"], as_int(m["task"]), m["body"], index)
+        s.mail.append(mail)
         if mail.type == "task" and mail.task is not None:
             s.owner[mail.task] = "me"
             s.subjects.setdefault(mail.task, mail.first_line[:80])
@@ -168,8 +171,11 @@ def _apply_listing(s: Situation, output: str) -> None:
         if rec.get("subject"):
             s.subjects[task] = str(rec["subject"])[:80]
         owner = rec.get("owner") or ""
-        if str(rec.get("status", "")).lower() in CLOSED:
+        status = str(rec.get("status", "")).lower()
+        if status in CLOSED:
             s.closed.add(task)
+        elif status == "blocked":
+            continue  # not work yet: its owner is told once it unblocks
         elif owner == s.me:
             s.owner[task] = "me"
         elif owner:

@@ -1,0 +1,100 @@
+"""What a simulated lead does: split a goal into tasks with dependencies, review plans.
+
+Stateless like the rest of the sim: the goal is the newest `goal` message in the
+context, and how far the split has got is read from the lead's own `create_task` calls
+after it (their results carry the new ids). The split is a small diamond, so the demo
+shows tasks waiting on each other and being handed on as they unblock:
+
+    #a survey  ->  #b implement  \\
+               ->  #d document    ->  #c review and test
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from team.llm.sim_reading import Call, Situation
+
+CREATED_RE = re.compile(r"created task #(\d+)")
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+def lead_step(s: Situation) -> tuple[str, Calls] | None:
+    """The lead's next reply while it is splitting a goal or has plans to review."""
+    reviews = _reviews(s)
+    split = _split(s)
+    if not reviews and split is None:
+        return None
+    text, calls = split if split is not None else ("", [])
+    if reviews:
+        text = " ".join(
+            filter(None, [f"Approving the plans for {_refs(t for t, _ in reviews)}.", text])
+        )
+    return text, [c for _, c in reviews] + calls
+
+
+def _split(s: Situation) -> tuple[str, Calls] | None:
+    if "create_task" not in s.tools:
+        return None
+    goals = [m for m in s.mail if m.type == "goal"]
+    if not goals:
+        return None
+    goal = goals[-1]
+    made = [c for c in s.calls if c.index > goal.index and c.use.name == "create_task"]
+    ids = [_created(c) for c in made]
+    if any(i is None for i in ids) and made and made[-1].result is None:
+        return None  # still waiting for a result: nothing to build on
+    ids = [i for i in ids if i is not None]
+    aim = " ".join(goal.first_line.split())[:100]
+    mates = s.teammates or [s.me]
+
+    def task(subject: str, k: int, blocked: list[int]) -> tuple[str, dict[str, Any]]:
+        args: dict[str, Any] = {"subject": subject, "owner": mates[k % len(mates)]}
+        if blocked:
+            args["blocked_by"] = blocked
+        args["description"] = f"Part of the goal: {aim}"
+        return "create_task", args
+
+    if len(made) == 0:
+        text = f"New goal: {aim}. Splitting it: a survey first, then the work that depends on it."
+        return text, [task(f"Survey the project for: {aim}", 0, [])]
+    if len(made) == 1 and ids:
+        a = ids[0]
+        text = f"Survey is #{a}; implementation and docs wait on it."
+        return text, [
+            task(f"Implement: {aim}", 1, [a]),
+            task(f"Document: {aim}", 2, [a]),
+        ]
+    if len(made) == 3 and len(ids) == 3:
+        text = f"Review and tests wait on #{ids[1]} and #{ids[2]}."
+        return text, [task(f"Review and test: {aim}", 0, [ids[1], ids[2]])]
+    if len(made) == 4 and not any(
+        c.use.name == "send_message" and c.index > goal.index for c in s.calls
+    ):
+        plan = ", ".join(f"#{i}" for i in ids)
+        content = f"Goal '{aim}' is split into {plan}; I'll hear as each one finishes."
+        return f"Telling {goal.sender} the plan.", [
+            ("send_message", {"to": goal.sender, "content": content})
+        ]
+    return None
+
+
+def _reviews(s: Situation) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
+    if "review_plan" not in s.tools:
+        return []
+    out = []
+    for m in s.new_mail:
+        if m.type == "plan_request" and m.task is not None:
+            args = {"task_id": m.task, "approve": True, "feedback": "Looks good; go ahead."}
+            out.append((m.task, ("review_plan", args)))
+    return out
+
+
+def _created(c: Call) -> int | None:
+    m = CREATED_RE.search(c.output)
+    return int(m[1]) if m else None
+
+
+def _refs(ids) -> str:
+    return ", ".join(f"#{i}" for i in ids)
