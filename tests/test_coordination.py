@@ -362,3 +362,52 @@ def test_the_sim_lead_splits_a_goal_into_tasks_that_wait_on_each_other(tmp_path:
     user_mail = MaildirMailbox(ws.inbox_dir("user")).pending()
     [report] = [m for m in user_mail if m.sender == "alice" and m.type == "message"]
     assert "#1, #2, #3, #4" in report.content
+
+
+def test_a_running_agent_waits_for_its_plan_and_revises_it_after_a_rejection(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import time
+
+    ws = make_ws(tmp_path, team="", bob="plan_approval = true")
+    assert (
+        run_team("assign", "bob", "Count the lines of team.toml", "--dir", str(ws.root)).returncode
+        == 0
+    )
+    board = TaskBoard(ws.tasks_dir)
+
+    def wait_for(pred, what: str) -> None:
+        deadline = time.monotonic() + 90
+        while not pred():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.1)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: board.get(1).plan_state == "submitted", "the first plan")
+        assert not (ws.root / "notes").exists()  # nothing written while the plan waits
+        r = run_team("reject", "1", "--why", "say which file you count", "--dir", str(ws.root))
+        assert r.returncode == 0, r.stderr
+        wait_for(
+            lambda: (
+                board.get(1).plan_state == "submitted" and "Revised" in (board.get(1).plan or "")
+            ),
+            "the revised plan",
+        )
+        assert "say which file you count" in board.get(1).plan
+        assert board.get(1).status == "in_progress"
+        assert run_team("approve", "1", "--dir", str(ws.root)).returncode == 0
+        wait_for(lambda: board.get(1).status == "completed", "the task to be completed")
+        assert board.get(1).plan_state == "approved"
+    finally:
+        run_team("down", "--dir", str(ws.root))
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0

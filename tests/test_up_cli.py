@@ -138,7 +138,7 @@ def test_the_demo_from_a_fresh_tree_finishes_by_itself(tmp_path):
         timeout=300,
     )
     assert r.returncode == 0, r.stderr
-    assert "6 of 6 completed" in r.stdout
+    assert "8 of 8 completed" in r.stdout  # 4 assigned, 4 the lead split its goal into
     assert (tree / "demo" / ".team" / "events.db").exists()
     assert Path(tree / "demo" / "team.toml").exists()
 

@@ -152,7 +152,7 @@ class Agent:
 
     def identity(self) -> str:
         # blocked tasks are not work yet: their owner is told when they unblock
-        mine = [t for t in self.board.open_for(self.name) if t.status != "blocked"]
+        mine = [t for t in self.board.open_for(self.name) if _can_act(t) or _waits_review(t)]
         return identity_block(self.config, self.team, mine)
 
     # -- the loop ------------------------------------------------------------------------
@@ -308,11 +308,7 @@ class Agent:
 
     def _actionable(self) -> list:
         """Own tasks the agent can act on now: not blocked, no plan waiting for review."""
-        return [
-            t
-            for t in self.board.open_for(self.name)
-            if t.status != "blocked" and t.plan_state != "submitted"
-        ]
+        return [t for t in self.board.open_for(self.name) if _can_act(t)]
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls.
@@ -547,3 +543,13 @@ class Agent:
                 ),
             )
         )
+
+
+def _can_act(task) -> bool:
+    """Not blocked and no plan waiting for review (replay's boards carry neither field)."""
+    blocked = getattr(task, "status", None) == "blocked"
+    return not blocked and not _waits_review(task)
+
+
+def _waits_review(task) -> bool:
+    return getattr(task, "plan_state", None) == "submitted"

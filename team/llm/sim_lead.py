@@ -98,3 +98,29 @@ def _created(c: Call) -> int | None:
 
 def _refs(ids) -> str:
     return ", ".join(f"#{i}" for i in ids)
+
+
+def plan_gate(s: Situation, task: int) -> tuple[str, Calls] | None:
+    """Under plan approval: submit a plan for `task`, or wait for its review; None once
+    the plan is approved (or the agent works without plan approval)."""
+    if "submit_plan" not in s.tools:
+        return None
+    answers = [m for m in s.mail if m.type == "plan_response" and m.task == task]
+    submits = [c for c in s.calls if c.use.name == "submit_plan" and c.task == task]
+    if any("already approved" in (c.result.content if c.result else "") for c in submits):
+        return None  # approved before a compaction took the answer out of the context
+    last = answers[-1] if answers else None
+    if last is not None and "approved" in last.first_line:
+        return None
+    rejected_at = last.index if last is not None else -1
+    if any(c.index > rejected_at for c in submits):
+        return f"Waiting for the review of my plan for task #{task}.", []
+    plan = (
+        f"1. Survey the files that task #{task} ({s.subject(task)}) touches.\n"
+        "2. Write my findings to notes/, then tell a teammate.\n"
+        "3. Complete the task with a one-line result."
+    )
+    if last is not None:
+        plan += f"\nRevised after the review: {last.body.strip()[:200]}"
+    text = f"Submitting my plan for task #{task} before I change anything."
+    return text, [("submit_plan", {"task_id": task, "plan": plan})]

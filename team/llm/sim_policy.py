@@ -21,7 +21,7 @@ from typing import Any
 
 from team.conversation import ToolUseBlock
 from team.llm.base import ModelRequest
-from team.llm.sim_lead import lead_step
+from team.llm.sim_lead import lead_step, plan_gate
 from team.llm.sim_reading import (
     BOARD_CHECK,
     Call,
@@ -116,6 +116,8 @@ def _task_step(s: Situation, task: int, seed: int) -> tuple[str, list[tuple[str,
     if not done:
         text = f"Starting task #{task}: {s.subject(task)}. Claiming it first."
         return _marker(task, "claim") + text, [_claim(task)]
+    if (gate := plan_gate(s, task)) is not None:
+        return gate  # under plan approval: nothing changes before the plan is approved
     wanted = [step for step in SCRIPT if _applies(s, step, task, seed)]
     todo = [step for step in wanted if step not in done]
     step = todo[0] if todo and len(segment) < MAX_CALLS_PER_TASK else "finish"
