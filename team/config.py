@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from team.backends.spec import check_url
@@ -236,21 +237,35 @@ def load_config(path: Path) -> TeamConfig:
 def render_config(
     name: str, model: str, agents: list[tuple[str, str]], threshold: int = 50_000
 ) -> str:
-    """A team.toml for `team init`."""
-    lines = [
-        "[team]",
-        f'name = "{name}"',
-        f'model = "{model}"   # an Anthropic model id, or "sim" for the offline simulator',
-        "max_tokens = 8000",
-        "",
-        "[compaction]",
-        f"threshold = {threshold}",
-        "keep_recent = 3",
-        'preserve_tools = ["read_file"]',
-        "min_chars = 100",
-    ]
-    for agent, role in agents:
-        lines += ["", "[[agents]]", f'name = "{agent}"', f'role = "{role}"']
-    text = "\n".join(lines) + "\n"
-    parse_config(tomllib.loads(text))  # never write a file we would refuse to read
+    """A team.toml for `team init`, written by a TOML library so any value round-trips.
+
+    String formatting broke on a quote in a role (`--agents 'a:co"der'`); tomli_w escapes
+    quotes, backslashes, newlines and control characters as TOML requires.
+    """
+    doc = {
+        "team": {"name": name, "model": model, "max_tokens": 8000},
+        "compaction": {
+            "threshold": threshold,
+            "keep_recent": 3,
+            "preserve_tools": ["read_file"],
+            "min_chars": 100,
+        },
+        "agents": [{"name": agent, "role": role} for agent, role in agents],
+    }
+    parse_config(doc)  # never write a file we would refuse to read
+    # Each agent as its own [[agents]] table, as the README shows it (tomli_w would inline
+    # short ones); the values are still written by tomli_w, only the headers are ours.
+    head = {k: v for k, v in doc.items() if k != "agents"}
+    parts = [CONFIG_HEADER + tomli_w.dumps(head)]
+    parts += ["[[agents]]\n" + tomli_w.dumps(a) for a in doc["agents"]]
+    text = "\n".join(parts)
+    if tomllib.loads(text) != doc:  # belt and braces: what we read back is what we meant
+        raise ConfigError("team.toml would not read back as written")
     return text
+
+
+CONFIG_HEADER = """\
+# The team: see README.md (team.toml) for every key.
+# model: an Anthropic model id, or "sim" for the offline simulator.
+
+"""

@@ -1,0 +1,43 @@
+"""`team init` writes a team.toml that reads back as given, whatever the values hold."""
+
+import tomllib
+
+import pytest
+from conftest import run_team
+
+NASTY_ROLES = [
+    'co"der',
+    "back\\slash",
+    '"""; [agents] # not a comment',
+    "line\nbreak",
+    "tab\there",
+    "émoji 🚀 ünïcode",
+    "'single' and \"double\"",
+]
+
+
+@pytest.mark.parametrize("role", NASTY_ROLES)
+def test_init_round_trips_nasty_roles(tmp_path, role):
+    r = run_team("init", "--agents", f"a:{role},b:tester", "--dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    data = tomllib.loads((tmp_path / "team.toml").read_text())
+    assert [(a["name"], a["role"]) for a in data["agents"]] == [("a", role), ("b", "tester")]
+    check = run_team("check", "--dir", str(tmp_path))
+    assert check.returncode == 0, check.stderr
+    assert "b (tester)" in check.stdout
+
+
+def test_init_round_trips_team_name_and_model(tmp_path):
+    name, model = "it's \"ours\" \\ [team]", 'claude-"x"'
+    r = run_team("init", "--name", name, "--model", model, "--dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    data = tomllib.loads((tmp_path / "team.toml").read_text())
+    assert data["team"]["name"] == name and data["team"]["model"] == model
+
+
+def test_init_refuses_a_bad_agent_name_in_one_line_and_writes_nothing(tmp_path):
+    r = run_team("init", "--agents", 'Bad"Name:coder', "--dir", str(tmp_path))
+    assert r.returncode == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "invalid agent name" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "team.toml").exists()
