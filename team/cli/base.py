@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from team.errors import UserError
 from team.events import EventSink, SqliteEventLog
 from team.workspace import Workspace
 
@@ -50,3 +52,43 @@ def event_log(ws: Workspace) -> Iterator[EventSink | None]:
         yield sink
     finally:
         sink.close()
+
+
+FileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--file",
+        help="Read the text from this file (or give TEXT as - to read standard input).",
+        show_default=False,
+    ),
+]
+
+
+def text_input(text: str | None, file: Path | None) -> str:
+    """The text of a message or task: the argument, `-` for stdin, or `--file PATH`.
+
+    A command line cannot carry a 200 KB argument ("Argument list too long"), so long
+    texts come from a file or a pipe.
+
+    Raises:
+        UserError: both or neither given, an unreadable file, or text that is not UTF-8.
+    """
+    if file is not None and text is not None:
+        raise UserError("give the text or --file, not both")
+    if file is not None:
+        try:
+            data = file.read_bytes()
+        except OSError as e:
+            raise UserError(f"{file}: cannot read: {e.strerror or e}") from None
+        source = str(file)
+    elif text == "-":
+        data = sys.stdin.buffer.read()
+        source = "standard input"
+    elif text is not None:
+        return text
+    else:
+        raise UserError("missing TEXT (give it, - to read standard input, or --file PATH)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{source}: not UTF-8 text") from None

@@ -15,7 +15,15 @@ from typing import Annotated, Any
 import typer
 
 from team.backends.base import open_backend
-from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.cli.base import (
+    DirOption,
+    FileOption,
+    JsonOption,
+    app,
+    event_log,
+    text_input,
+    workspace,
+)
 from team.errors import UserError, os_error_line
 from team.mailbox import post
 from team.mailbox.maildir import Status
@@ -33,13 +41,15 @@ FOLLOW_TICK_S = 1.0
 @app.command()
 def send(
     agent: Annotated[str, typer.Argument(help="The recipient.")],
-    text: Annotated[str, typer.Argument(help="The message.")],
+    text: Annotated[str | None, typer.Argument(help="The message; - reads standard input.")] = None,
+    file: FileOption = None,
     sender: FromOption = "user",
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to an agent's inbox (works whether or not the team is up)."""
     ws = workspace(dir)
     config = ws.load_config()
+    text = text_input(text, file)
     with event_log(ws) as sink, _delivering():
         msg = post.send(ws, config, agent, text, sender=sender, sink=sink)
     typer.echo(f"sent {msg.id} to {agent}")
@@ -47,13 +57,15 @@ def send(
 
 @app.command()
 def broadcast(
-    text: Annotated[str, typer.Argument(help="The message.")],
+    text: Annotated[str | None, typer.Argument(help="The message; - reads standard input.")] = None,
+    file: FileOption = None,
     sender: FromOption = "user",
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to every agent but the sender."""
     ws = workspace(dir)
     config = ws.load_config()
+    text = text_input(text, file)
     with event_log(ws) as sink, _delivering():
         sent = post.broadcast(ws, config, text, sender=sender, sink=sink)
     if sent:
@@ -75,18 +87,39 @@ def _record(msg: MailMessage, status: Status) -> dict[str, Any]:
     return {**msg.model_dump(mode="json", by_alias=True), "status": status}
 
 
-def _line(msg: MailMessage, status: Status) -> str:
+SHOWN_CHARS = 2000
+"""`team inbox` shows this much of a message unless given --full (a 10 MB one scrolled
+a terminal for minutes)."""
+
+
+def _label(msg: MailMessage) -> str:
+    """`task #1` for a task, `message` or `message, task #1` otherwise."""
+    if msg.task_id is None:
+        return msg.type
+    if msg.type == "task":
+        return f"task #{msg.task_id}"
+    return f"{msg.type}, task #{msg.task_id}"
+
+
+def clip(text: str, limit: int | None) -> str:
+    """`text`, or its first `limit` characters and a note of how much was left out."""
+    if limit is None or len(text) <= limit:
+        return text
+    rest = len(text) - limit
+    return f"{text[:limit]}\n[... {rest:,} more characters; --full shows the whole message]"
+
+
+def _line(msg: MailMessage, status: Status, limit: int | None = SHOWN_CHARS) -> str:
     when = datetime.fromtimestamp(msg.timestamp).strftime("%Y-%m-%d %H:%M:%S")
-    task = f" task {msg.task_id}" if msg.task_id is not None else ""
-    head = f"[{status}] {when} from {msg.sender} ({msg.type}{task}) {msg.id}"
-    return f"{head}\n  " + msg.content.replace("\n", "\n  ")
+    head = f"[{status}] {when} from {msg.sender} ({_label(msg)}) {msg.id}"
+    return f"{head}\n  " + clip(msg.content, limit).replace("\n", "\n  ")
 
 
-def _show(msg: MailMessage, status: Status, as_json: bool) -> None:
+def _show(msg: MailMessage, status: Status, as_json: bool, limit: int | None) -> None:
     if as_json:
         typer.echo(json.dumps(_record(msg, status)))
     else:
-        typer.echo(_line(msg, status))
+        typer.echo(_line(msg, status, limit))
 
 
 @app.command()
@@ -96,6 +129,9 @@ def inbox(
     as_json: JsonOption = False,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new messages until Ctrl-C.")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Show long messages whole (JSON always is).")
     ] = False,
     ack: Annotated[
         bool,
@@ -112,19 +148,27 @@ def inbox(
     ws.require_agent(config, agent)
     backend = open_backend(ws, config)
     try:
-        _inbox(backend, agent, show_all, as_json, follow, ack)
+        _inbox(backend, agent, show_all, as_json, follow, ack, None if full else SHOWN_CHARS)
     finally:
         backend.close()
 
 
-def _inbox(backend, agent: str, show_all: bool, as_json: bool, follow: bool, ack: bool) -> None:
+def _inbox(
+    backend,
+    agent: str,
+    show_all: bool,
+    as_json: bool,
+    follow: bool,
+    ack: bool,
+    limit: int | None,
+) -> None:
     mailbox = backend.mailbox(agent)
     if ack:
-        _ack(mailbox, agent, as_json)
+        _ack(mailbox, agent, as_json, limit)
         return
     if follow:
         stop = threading.Event()
-        _follow(mailbox, backend.waker(agent, stop), stop, show_all, as_json)
+        _follow(mailbox, backend.waker(agent, stop), stop, show_all, as_json, limit)
         return
     shown = [
         (msg, e.status)
@@ -137,10 +181,10 @@ def _inbox(backend, agent: str, show_all: bool, as_json: bool, follow: bool, ack
         typer.echo(f"no {'' if show_all else 'pending '}messages for {agent}")
     else:
         for msg, status in shown:
-            typer.echo(_line(msg, status))
+            typer.echo(_line(msg, status, limit))
 
 
-def _ack(mailbox, agent: str, as_json: bool) -> None:
+def _ack(mailbox, agent: str, as_json: bool, limit: int | None) -> None:
     """Take the person's own mail: claim, show, then mark done (nothing shown is lost)."""
     if agent != USER:
         raise UserError(f"only your own inbox (user) can be acknowledged; {agent} takes its own")
@@ -151,12 +195,14 @@ def _ack(mailbox, agent: str, as_json: bool) -> None:
         typer.echo("no pending messages for user")
     else:
         for c in claims:
-            typer.echo(_line(c.message, "pending"))
+            typer.echo(_line(c.message, "pending", limit))
     for c in claims:
         mailbox.done(c)
 
 
-def _follow(mailbox, waker, stop: threading.Event, show_all: bool, as_json: bool) -> None:
+def _follow(
+    mailbox, waker, stop: threading.Event, show_all: bool, as_json: bool, limit: int | None
+) -> None:
     """Print what is there (pending, or everything with --all), then each new arrival.
 
     Read-only: the agent may claim and finish a message between two scans, so a scan
@@ -176,7 +222,7 @@ def _follow(mailbox, waker, stop: threading.Event, show_all: bool, as_json: bool
                 if first and e.status == "done" and not show_all:
                     continue  # history: only --all shows it
                 if (msg := mailbox.read(e)) is not None:
-                    _show(msg, e.status, as_json)
+                    _show(msg, e.status, as_json, limit)
             first = False
             waker.wait(FOLLOW_TICK_S)
     except BrokenPipeError:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from team.backends.base import open_backend
-from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.cli.base import DirOption, FileOption, JsonOption, app, event_log, text_input, workspace
 from team.config import TeamConfig
 from team.errors import UserError, os_error_line
 from team.tasks import Board, Task, TaskError
@@ -52,10 +52,13 @@ def assign(
     agent: Annotated[
         str | None, typer.Argument(metavar="AGENT", help="Who gets it (omit with --any).")
     ] = None,
-    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="What to do.")] = None,
+    text: Annotated[
+        str | None, typer.Argument(metavar="TEXT", help="What to do; - reads standard input.")
+    ] = None,
     any_agent: Annotated[
         bool, typer.Option("--any", help="Leave the task open: an idle agent claims it.")
     ] = False,
+    file: FileOption = None,
     description: Annotated[
         str | None,
         typer.Option("--description", help="Details for whoever does it; - reads stdin."),
@@ -65,12 +68,15 @@ def assign(
 ) -> None:
     """Add a task to the board, for AGENT (delivered to its inbox) or for --any agent."""
     if any_agent:
-        if agent is not None and text is not None:
+        if agent is not None and (text is not None or file is not None):
             raise typer.BadParameter("give either AGENT or --any, not both", param_hint="AGENT")
         text = agent if text is None else text
         agent = None
-    if text is None:
-        raise typer.BadParameter("missing TEXT (or use --any TEXT)", param_hint="TEXT")
+    if text is None and file is None:
+        raise typer.BadParameter("missing TEXT (or - for stdin, or --file PATH)", param_hint="TEXT")
+    if text == "-" and description == "-":
+        raise UserError("only one of TEXT and --description can read standard input")
+    text, long_text = task_subject(text_input(text, file))
     ids = parse_ids(blocked_by)
     ws = workspace(dir)
     config = ws.load_config()  # a typo'd --dir must not grow a .team/ somewhere random
@@ -80,7 +86,7 @@ def assign(
         description = sys.stdin.read()
     board = team_board(ws, config)
     try:
-        task = board.create(text, owner=agent, description=description or "", blocked_by=ids)
+        task = board.create(text, owner=agent, description=description or long_text, blocked_by=ids)
     except OSError as e:
         raise UserError(f"task not added: {os_error_line(e)}") from None
     waits = f" (blocked by {_ids(task.blocked_by)})" if task.status == "blocked" else ""
@@ -102,6 +108,21 @@ def assign(
         raise UserError(f"task not added: {os_error_line(e)}") from None
     later = f"; {agent} is told when it unblocks" if waits and not told else ""
     typer.echo(f"task #{task.id} -> {agent}{waits}{later}")
+
+
+SUBJECT_CHARS = 200
+
+
+def task_subject(text: str) -> tuple[str, str]:
+    """A long or many-line task text: its first line is the subject, the rest the
+    description (a board listing or an identity block must not carry 200 KB). A first
+    line too long to be a subject is cut there and kept whole in the description."""
+    text = text.strip()
+    first, _, rest = text.partition("\n")
+    first = first.strip()
+    if len(first) > SUBJECT_CHARS:
+        return first[: SUBJECT_CHARS - 1] + "…", text
+    return first, rest.strip()
 
 
 @app.command()

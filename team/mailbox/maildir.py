@@ -2,10 +2,17 @@
 
 Layout under `.team/inbox/<agent>/`:
 
-    tmp/   a message being written; never read by anyone
-    new/   delivered and durable, not yet claimed
-    cur/   claimed by the owner: `X` is claimed-but-not-done, `X:2,S` is done
-    bad/   files that did not parse, moved aside so they never stop an agent
+    tmp/      a message being written; never read by anyone
+    new/      delivered and durable, not yet claimed
+    cur/      claimed by the owner, not yet processed
+    archive/<YYYY-MM-DD>/   processed, by the UTC day it was processed
+    bad/      files that did not parse, moved aside so they never stop an agent
+
+Processed mail leaves `cur/` for the archive, so what the owner lists before every
+model call (new/ and cur/) stays as small as what is in flight, however long the team
+runs; only `team inbox --all` reads the archive. Older versions marked processed mail
+in place (`cur/X:2,S`); those files still read as done and move to the archive on the
+owner's next receive.
 
 Delivery needs no lock: every writer owns a unique file name in `tmp/`, and the rename
 into `new/` is atomic, so a reader sees a whole message or nothing. Receiving is the
@@ -17,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -32,7 +40,10 @@ from team.mailbox.message import MailMessage
 log = logging.getLogger(__name__)
 
 DONE_SUFFIX = ":2,S"
-"""Maildir's "info" for a seen message: `cur/X` becomes `cur/X:2,S` once processed."""
+"""Maildir's "info" for a seen message, how older versions marked processed mail in cur/."""
+
+MESSAGE_NAME = re.compile(r"^\d+\.[0-9A-Za-z_-]+\.json$")
+"""What `deliver` names a message; anything else in new/ or cur/ is not one."""
 
 TMP_SWEEP_INTERVAL = 300.0
 """How often (seconds) the owner sweeps `tmp/` for files abandoned by killed writers."""
@@ -112,7 +123,10 @@ class MaildirMailbox:
         self.new_dir = self.root / "new"
         self.cur_dir = self.root / "cur"
         self.bad_dir = self.root / "bad"
+        self.archive_dir = self.root / "archive"
         self._ready = False
+        self._today: Path | None = None  # the archive folder made last
+        self._dirty: Path | None = None  # an archive folder renamed into since the last sync
         self._last_sweep = float("-inf")
 
     def ensure(self) -> None:
@@ -164,7 +178,12 @@ class MaildirMailbox:
         """
         self.ensure()
         self._maybe_sweep_tmp()
-        names = {e.key: e.path for e in self._scan(self.cur_dir) if e.status == "pending"}
+        names = {}
+        for e in self._scan(self.cur_dir):
+            if e.status == "pending":
+                names[e.key] = e.path
+            else:
+                self._archive(e.path, e.key)  # marked done by an older version
         names.update(self._claim_new())
         claimed = []
         for key in sorted(names):
@@ -213,21 +232,34 @@ class MaildirMailbox:
         return claimed
 
     def done(self, claimed: Claimed, *, sync: bool = True) -> None:
-        """Mark a claimed message processed; idempotent.
+        """Mark a claimed message processed (move it to the archive); idempotent.
 
         Args:
             claimed: from `receive`.
-            sync: fsync `cur/` so the mark survives a power cut before returning. Pass
-                False to mark many and `sync()` once; other processes see the mark
-                either way.
+            sync: fsync the archive folder so the mark survives a power cut before
+                returning. Pass False to mark many and `sync()` once; other processes
+                see the mark either way. A mark lost in a crash only brings the message
+                back as claimed, and the owner's journal knows it by id.
         """
-        target = claimed.path.with_name(claimed.path.name + DONE_SUFFIX)
+        self._archive(claimed.path, claimed.path.name, sync=sync)
+
+    def _archive(self, path: Path, key: str, *, sync: bool = False) -> None:
+        folder = self._day_dir()
         try:
-            os.rename(claimed.path, target)
+            os.rename(path, folder / key)
         except FileNotFoundError:
             return  # already done (or quarantined): nothing to do
+        self._dirty = folder
         if sync:
-            _fsync_dir(self.cur_dir)
+            self.sync()
+
+    def _day_dir(self) -> Path:
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        folder = self.archive_dir / day
+        if folder != self._today:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._today = folder
+        return folder
 
     def done_many(self, claims: list[Claimed]) -> None:
         """`done` for many messages with one directory fsync."""
@@ -237,8 +269,11 @@ class MaildirMailbox:
 
     def sync(self) -> None:
         """Make every `done(sync=False)` so far durable."""
-        if self.cur_dir.exists():
-            _fsync_dir(self.cur_dir)
+        # One fsync: the journal commit that makes the new entry durable carries the
+        # removal from cur/ with it; if a crash undoes both, the journal knows the id.
+        if self._dirty is not None:
+            _fsync_dir(self._dirty)
+            self._dirty = None
 
     def clean_tmp(self, older_than: float = 3600.0) -> int:
         """Delete files in `tmp/` older than `older_than` seconds: writers killed mid-write.
@@ -279,17 +314,33 @@ class MaildirMailbox:
 
     # --- readers (any process) -----------------------------------------------------
 
-    def entries(self) -> list[Entry]:
-        """Every message file in `new/` and `cur/`, oldest first, without reading them.
+    def entries(self, *, archived: bool | str = True) -> list[Entry]:
+        """Message files in `new/`, `cur/` and the archive, oldest first, without reading them.
 
-        Safe while the owner is claiming: `new/` is listed before `cur/`, so a file
-        moved between the two listings is still seen (once).
+        Args:
+            archived: True for the whole archive, False for none of it (what is pending),
+                or a day `YYYY-MM-DD`: only the archive folders of that day and later
+                (`--follow` needs what was processed since it began, not the history).
+
+        Safe while the owner is claiming: folders are listed in the order a message
+        moves through them (new/, cur/, archive), so a file moved meanwhile is still
+        seen (once).
         """
+        scans = [self._scan(self.new_dir), self._scan(self.cur_dir)]
+        if archived is not False:
+            since = "" if archived is True else str(archived)
+            scans += [self._scan(d, "done") for d in self._archive_days() if d.name >= since]
         found: dict[str, Entry] = {}
-        for e in itertools.chain(self._scan(self.new_dir), self._scan(self.cur_dir)):
+        for e in itertools.chain(*scans):
             # A claim racing the listings can show one file twice; the later one wins.
             found[e.key] = e
         return [found[k] for k in sorted(found)]
+
+    def _archive_days(self) -> list[Path]:
+        try:
+            return sorted(p for p in self.archive_dir.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
 
     def read(self, entry: Entry) -> MailMessage | None:
         """Parse one listed file, following it if the owner moved it meanwhile."""
@@ -297,6 +348,7 @@ class MaildirMailbox:
         if entry.path.parent == self.new_dir:
             candidates += [self.cur_dir / entry.key]
         if entry.status == "pending":
+            candidates += [d / entry.key for d in reversed(self._archive_days())]
             candidates += [self.cur_dir / (entry.key + DONE_SUFFIX)]
         for path in candidates:
             try:
@@ -316,8 +368,11 @@ class MaildirMailbox:
         return self._messages("done")
 
     def pending_count(self) -> int:
-        """How many messages wait (listing only, nothing parsed)."""
-        return sum(e.status == "pending" for e in self.entries())
+        """How many messages wait (listing only, nothing parsed; strays not counted)."""
+        return sum(
+            e.status == "pending" and MESSAGE_NAME.match(e.key) is not None
+            for e in self.entries(archived=False)
+        )
 
     def has_pending(self) -> bool:
         """True if anything waits in `new/` or is claimed but not done (listing only)."""
@@ -327,13 +382,14 @@ class MaildirMailbox:
 
     def _messages(self, status: Status) -> list[MailMessage]:
         out = []
-        for e in self.entries():
+        for e in self.entries(archived=status == "done"):
             if e.status == status and (msg := self.read(e)) is not None:
                 out.append(msg)
         return out
 
     @staticmethod
-    def _scan(folder: Path) -> Iterator[Entry]:
+    def _scan(folder: Path, status: Status = "pending") -> Iterator[Entry]:
+        """Entries of one folder; in new/ and cur/ a `:2,S` name is an old-style done mark."""
         try:
             it = os.scandir(folder)
         except FileNotFoundError:
@@ -345,4 +401,4 @@ class MaildirMailbox:
                 if e.name.endswith(DONE_SUFFIX):
                     yield Entry(e.name[: -len(DONE_SUFFIX)], Path(e.path), "done")
                 else:
-                    yield Entry(e.name, Path(e.path), "pending")
+                    yield Entry(e.name, Path(e.path), status)

@@ -17,13 +17,16 @@ from team.errors import UserError
 from team.events import DeliveryEvent, EventSink
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.workspace import Workspace
+from team.workspace import USER, Workspace
 
 
-def check_sender(sender: str) -> None:
-    """A sender is a teammate, `user`, or any name an agent could have."""
+def check_sender(config: TeamConfig, sender: str) -> None:
+    """A sender is a teammate or `user`: `--from nobody` would forge a reply path."""
     if not AGENT_NAME.match(sender):
         raise UserError(f"invalid sender name {sender!r}: must match {AGENT_NAME.pattern}")
+    if sender != USER and sender not in config.names():
+        known = ", ".join([*config.names(), USER])
+        raise UserError(f"unknown sender {sender!r} (one of: {known})")
 
 
 def send(
@@ -49,7 +52,7 @@ def send(
             empty content, or an unknown message type.
     """
     ws.require_agent(config, to)
-    check_sender(sender)
+    check_sender(config, sender)
     if sender == to:
         raise UserError(f"{to!r} cannot send a message to itself")
     if not content.strip():
@@ -119,7 +122,7 @@ def broadcast(
     backend: Backend | None = None,
 ) -> list[MailMessage]:
     """Deliver `content` to every agent but the sender, each with its own message id."""
-    check_sender(sender)
+    check_sender(config, sender)
     if not content.strip():
         raise UserError("message is empty")
     with _using(ws, config, backend) as b:
