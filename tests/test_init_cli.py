@@ -28,7 +28,7 @@ def test_init_round_trips_nasty_roles(tmp_path, role):
 
 
 def test_init_round_trips_team_name_and_model(tmp_path):
-    name, model = "it's \"ours\" \\ [team]", 'claude-"x"'
+    name, model = 'it\'s "ours" \\ [team]', 'claude-"x"'
     r = run_team("init", "--name", name, "--model", model, "--dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
     data = tomllib.loads((tmp_path / "team.toml").read_text())
