@@ -292,8 +292,47 @@ def test_stats_json_matches_the_database(ws: Path):
 def test_stats_prints_tables(ws: Path):
     r = team("stats", cwd=ws)
     assert r.returncode == 0, r.stderr
-    for word in [*AGENTS, "TEAM", "micro", "auto", "manual", "summary share", "latency p99"]:
+    for word in [*AGENTS, "TEAM", "micro", "auto", "manual", "summary %", "p99", "USD"]:
         assert word in r.stdout
+
+
+def test_stats_fit_80_columns_one_line_per_row(ws: Path):
+    import os
+
+    r = subprocess.run(
+        [sys.executable, "-m", "team", "stats", "--dir", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    # nothing wrapped: each agent's cost row carries its dollars on the same line
+    cost_rows = [line for line in lines if line.split()[:1] in (["alice"], ["TEAM"])]
+    assert any("$" in line for line in cost_rows)
+    assert any(line.split()[:4] == ["agent", "calls", "summaries", "USD"] for line in lines)
+
+
+def test_stats_dollars_come_from_the_price_table(ws: Path):
+    from team.llm.prices import prices_for
+
+    data = json.loads(team("stats", "--json", "--dir", str(ws)).stdout)
+    p = prices_for("sim")  # team.toml says sim: priced as the default real model
+    for agent in AGENTS:
+        ((inp, out, cr, cw),) = _sql(
+            ws,
+            "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens), "
+            "SUM(cache_write_tokens) FROM model_calls WHERE agent = ?",
+            agent,
+        )
+        want = (inp * p.input + out * p.output + cr * p.cache_read + cw * p.cache_write_5m) / 1e6
+        assert data["agents"][agent]["usd"] == pytest.approx(want)
+        assert want > 0
+    team_usd = data["team"]["usd"]
+    assert team_usd == pytest.approx(sum(data["agents"][a]["usd"] for a in AGENTS))
+    assert data["priced_as"] == p.model
 
 
 def test_stats_without_events_is_one_clear_line(tmp_path: Path):
@@ -319,7 +358,7 @@ def test_report_writes_png_and_html(ws: Path, tmp_path: Path):
     assert pixels.shape[0] > 300 and pixels.shape[1] > 300
     text = page.read_text()
     assert '<img src="x.png"' in text
-    for word in [*AGENTS, "summary share", "retention", "model error", "manual"]:
+    for word in [*AGENTS, "summary %", "USD", "retention", "model error", "manual"]:
         assert word in text
     # Every auto and manual compaction is listed with its retention.
     ((n,),) = _sql(ws, "SELECT COUNT(*) FROM compactions WHERE layer != 'micro'")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,16 +18,25 @@ def _console() -> Any:
     from rich.console import Console
 
     console = Console()
-    # Piped output would otherwise wrap ten-column tables at 80 characters.
-    return console if console.is_terminal else Console(width=160)
+    # A pipe gets no terminal width: give it room for the long path column of
+    # `team transcripts`, unless COLUMNS says otherwise. The stats tables fit 80.
+    if console.is_terminal or "COLUMNS" in os.environ:
+        return console
+    return Console(width=120)
 
 
 def _print_table(console: Any, title: str, headers: list[str], rows: list[list[str]]) -> None:
+    from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left", header_style="bold")
+    # No vertical rules: the outer frame and separators cost 3 columns per column, which
+    # is what pushed the stats past 80.
+    # The title is its own line: as a table title it would wrap at the table's width.
+    console.print(Text(title, style="bold"), soft_wrap=False)
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, h in enumerate(headers):
-        numeric = all(row[i][:1] in "0123456789-" for row in rows)
+        numeric = all(row[i][:1] in "0123456789-$" for row in rows)
         table.add_column(h, justify="right" if numeric else "left")
     for row in rows:
         table.add_row(*row)
@@ -39,6 +49,14 @@ def _team_name(ws: Workspace) -> str:
         return ws.load_config().team.name
     except ConfigError:
         return ws.root.name or "team"
+
+
+def _team_model(ws: Workspace) -> str:
+    """The model the team runs on, to price its calls; an unknown one is marked as such."""
+    try:
+        return ws.load_config().team.model
+    except ConfigError:
+        return "unknown"
 
 
 @app.command()
@@ -60,12 +78,13 @@ def stats(
     from team.study.stats import stats as compute_stats
     from team.study.stats import tables
 
-    local = workspace(dir).events_db
+    ws = workspace(dir)
+    local = ws.events_db
     if db:
         extra = [p / ".team" / "events.db" if p.is_dir() else p for p in db]
-        st = compute_stats(([local] if local.exists() else []) + extra)
+        st = compute_stats(([local] if local.exists() else []) + extra, _team_model(ws))
     else:
-        st = compute_stats(local)
+        st = compute_stats(local, _team_model(ws))
     if json_out:
         typer.echo(json.dumps(st.to_dict(), indent=2))
         return
@@ -93,7 +112,9 @@ def report(
     from team.study.report import write_report
 
     ws = workspace(dir)
-    png, page = write_report(ws.events_db, out or ws.team_dir / "report.png", _team_name(ws))
+    png, page = write_report(
+        ws.events_db, out or ws.team_dir / "report.png", _team_name(ws), _team_model(ws)
+    )
     typer.echo(str(png))
     typer.echo(str(page))
 

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from team.errors import UserError
+from team.llm import prices
 from team.study.stats import (
-    CACHE_READ_PRICE,
-    CACHE_WRITE_PRICE,
     LAYERS,
     Rows,
     Stats,
@@ -23,16 +22,20 @@ from team.study.stats import (
     context_tokens,
     fmt,
     load,
+    price_note,
     tables,
+    usd,
 )
 
-# One look per layer, whatever the agent: the agent is the line's colour, the layer the
-# marker's shape and colour. Failed compactions are drawn hollow.
+# The agent is the colour (of its line and of its compaction markers), the layer the
+# marker's shape. Failed compactions are drawn hollow.
 LAYER_STYLE = {
-    "micro": {"marker": "v", "color": "#7f7f7f", "size": 28},
-    "auto": {"marker": "o", "color": "#d62728", "size": 70},
-    "manual": {"marker": "s", "color": "#000000", "size": 60},
+    "micro": {"marker": "v", "size": 28},
+    "auto": {"marker": "o", "size": 70},
+    "manual": {"marker": "s", "size": 60},
 }
+RUN_STARTS = ("started", "restarted")
+"""Agent events after which its context starts afresh: no line is drawn across them."""
 # Agent lines take the tab10 colours the layer markers do not use (red, grey).
 AGENT_COLORS = (
     "#1f77b4",
@@ -45,11 +48,12 @@ AGENT_COLORS = (
     "#17becf",
 )
 COST_PARTS = (
-    ("input", "input_tokens", 1.0, "#4c72b0"),
-    (f"cache write ×{CACHE_WRITE_PRICE}", "cache_write_tokens", CACHE_WRITE_PRICE, "#dd8452"),
-    (f"cache read ×{CACHE_READ_PRICE}", "cache_read_tokens", CACHE_READ_PRICE, "#55a868"),
-    ("output", "output_tokens", 1.0, "#c44e52"),
+    ("input", "input_tokens", "input", "#4c72b0"),
+    ("cache write", "cache_write_tokens", "cache_write_5m", "#dd8452"),
+    ("cache read", "cache_read_tokens", "cache_read", "#55a868"),
+    ("output", "output_tokens", "output", "#c44e52"),
 )
+"""Bar parts: label, token column, `ModelPrices` field (USD per million), colour."""
 
 
 def _agent_calls(rows: Rows, agent: str) -> list[dict[str, Any]]:
@@ -74,16 +78,34 @@ def _on_line(calls: list[dict[str, Any]], r: dict[str, Any]) -> float:
     return r.get("tokens_before") or 0
 
 
+def _runs(rows: Rows, agent: str, calls: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The agent's calls split where it (re)started: one line per run of the process."""
+    starts = sorted(
+        r["ts"] for r in rows.agent_events if r["agent"] == agent and r.get("kind") in RUN_STARTS
+    )
+    runs: list[list[dict[str, Any]]] = [[]]
+    i = 0
+    for c in calls:
+        crossed = False
+        while i < len(starts) and starts[i] <= c["ts"]:
+            i += 1
+            crossed = True
+        if crossed and runs[-1]:
+            runs.append([])
+        runs[-1].append(c)
+    return [run for run in runs if run]
+
+
 def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
     lines = {agent: _agent_calls(rows, agent) for agent in agents}
-    for i, agent in enumerate(agents):
-        calls = lines[agent]
-        if calls:
+    colors = {agent: AGENT_COLORS[i % len(AGENT_COLORS)] for i, agent in enumerate(agents)}
+    for agent in agents:
+        for k, run in enumerate(_runs(rows, agent, lines[agent])):
             ax.plot(
-                [r["ts"] - t0 for r in calls],
-                [context_tokens(r) for r in calls],
-                label=agent,
-                color=AGENT_COLORS[i % len(AGENT_COLORS)],
+                [r["ts"] - t0 for r in run],
+                [context_tokens(r) for r in run],
+                label=agent if k == 0 else None,
+                color=colors[agent],
                 linewidth=1.4,
                 marker=".",
                 markersize=3,
@@ -98,14 +120,16 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
             ]
             if not pts:
                 continue
+            edge = [colors.get(r["agent"], "#000000") for r in pts]
             ax.scatter(
                 [r["ts"] - t0 for r in pts],
                 [_on_line(lines.get(r["agent"], []), r) for r in pts],
                 marker=style["marker"],
                 s=style["size"],
-                facecolors=style["color"] if success else "none",
-                edgecolors=style["color"],
-                linewidths=1.5,
+                c=edge if success else None,
+                facecolors=None if success else "none",
+                edgecolors=edge if not success else "#000000",
+                linewidths=1.0 if success else 1.5,
                 zorder=3,
                 label=f"{layer} compaction" + ("" if success else " (failed)"),
             )
@@ -128,21 +152,31 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
+def cost_parts(rows: Rows, model: str) -> dict[str, float]:
+    """USD per part of the bill (input, cache write, cache read, output) for these calls."""
+    p = prices.prices_for(model)
+    return {
+        label: sum(r.get(key) or 0 for r in rows.model_calls) * getattr(p, price) / 1e6
+        for label, key, price, _ in COST_PARTS
+    }
+
+
 def _draw_cost(ax: Any, rows: Rows, st: Stats) -> None:
     # the person (`user`) and any agent that never called the model have no cost bar
     names = [n for n, g in st.agents.items() if g.agent_calls or g.summary_calls] + ["TEAM"]
     groups = {name: rows.of(name) for name in st.agents}
     groups["TEAM"] = rows
+    parts = {n: cost_parts(groups[n], st.model) for n in names}
     bottoms = [0.0] * len(names)
-    for label, key, weight, color in COST_PARTS:
-        heights = [weight * sum(r.get(key) or 0 for r in groups[n].model_calls) for n in names]
+    for label, _key, _price, color in COST_PARTS:
+        heights = [parts[n][label] for n in names]
         ax.bar(names, heights, bottom=bottoms, label=label, color=color, width=0.6)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for i, name in enumerate(names):
         g = st.team if name == "TEAM" else st.agents[name]
         if bottoms[i] > 0:
             ax.annotate(
-                f"summary {fmt(g.summary_share, '%')}",
+                f"{usd(g.usd)}, summary {fmt(g.summary_share, '%')}",
                 (i, bottoms[i]),
                 ha="center",
                 va="bottom",
@@ -150,9 +184,8 @@ def _draw_cost(ax: Any, rows: Rows, st: Stats) -> None:
                 xytext=(0, 2),
                 textcoords="offset points",
             )
-    ax.set_title("Cost in base-price input tokens (summary share = summary calls' part)")
-    ax.set_ylabel("token-equivalents")
-    ax.yaxis.set_major_formatter(_thousands())
+    ax.set_title(f"Cost in USD at list price ({price_note(st.model)})")
+    ax.set_ylabel("USD")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_ylim(0, max(bottoms, default=0) * 1.15 or 1)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
@@ -282,13 +315,14 @@ def _relative(path: Path, base: Path) -> str:
         return path.resolve().as_uri()
 
 
-def write_report(db: Path, out: Path, title: str = "team") -> tuple[Path, Path]:
+def write_report(db: Path, out: Path, title: str = "team", model: str = "sim") -> tuple[Path, Path]:
     """Draw the report for an events database.
 
     Args:
         db: the `.team/events.db` to read.
         out: where the PNG goes; the HTML page goes beside it with the same stem.
         title: shown in the figure and page titles (the team's name).
+        model: the model the calls are priced at (the team's).
 
     Returns:
         (png path, html path).
@@ -299,7 +333,7 @@ def write_report(db: Path, out: Path, title: str = "team") -> tuple[Path, Path]:
     if out.suffix.lower() != ".png":
         raise UserError(f"{out}: the report is a PNG, so --out must end in .png")
     rows = load(db)
-    st = compute(rows)
+    st = compute(rows, model)
     png = draw(rows, st, out, title)
     page = write_html(rows, st, png, out.with_suffix(".html"), title)
     return png, page

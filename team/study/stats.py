@@ -143,6 +143,7 @@ class GroupStats:
     cache_read_tokens: int
     cache_write_tokens: int
     billed_input: float
+    usd: float  # list price of every call, output included (team.llm.prices)
     summary_share: float | None  # summary (billed input + output) / all (billed input + output)
     cache_hit_rate: float | None  # agent calls: cache read / (input + cache read + cache write)
     micro_rewrite_tokens: int  # cached tokens micro clears made the provider write again
@@ -172,8 +173,13 @@ def _layer_stats(rows: list[Row]) -> LayerStats:
     )
 
 
-def group_stats(rows: Rows) -> GroupStats:
-    """Compute the numbers for whatever rows are given (one agent's, or everyone's)."""
+def group_stats(rows: Rows, model: str = "sim") -> GroupStats:
+    """Compute the numbers for whatever rows are given (one agent's, or everyone's).
+
+    Args:
+        rows: the events.
+        model: the model id dollars are priced at (the team's, from team.toml).
+    """
     calls = rows.model_calls
     summary = [r for r in calls if r.get("purpose") == "summary"]
 
@@ -207,6 +213,7 @@ def group_stats(rows: Rows) -> GroupStats:
         cache_read_tokens=tokens("cache_read_tokens"),
         cache_write_tokens=tokens("cache_write_tokens"),
         billed_input=sum(billed_input(r) for r in calls),
+        usd=sum(prices.dollars(r, model) for r in calls),
         summary_share=cost(summary) / total_cost if total_cost else None,
         cache_hit_rate=hit_rate([r for r in calls if r.get("purpose") != "summary"]),
         micro_rewrite_tokens=rewrites,
@@ -240,19 +247,23 @@ def group_stats(rows: Rows) -> GroupStats:
 class Stats:
     agents: dict[str, GroupStats]
     team: GroupStats
+    model: str = "sim"
+    """The model dollars are priced at; `prices.prices_for(model).known` says if exactly."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `team stats --json`: {"agents": {name: {...}}, "team": {...}}."""
         return {
             "agents": {name: asdict(s) for name, s in self.agents.items()},
             "team": asdict(self.team),
+            "priced_as": prices.prices_for(self.model).model,
         }
 
 
-def compute(rows: Rows) -> Stats:
+def compute(rows: Rows, model: str = "sim") -> Stats:
     return Stats(
-        agents={name: group_stats(rows.of(name)) for name in rows.agents()},
-        team=group_stats(rows),
+        agents={name: group_stats(rows.of(name), model) for name in rows.agents()},
+        team=group_stats(rows, model),
+        model=model,
     )
 
 
@@ -272,9 +283,9 @@ def load_many(dbs: Iterable[Path]) -> Rows:
     return merged
 
 
-def stats(db: Path | list[Path]) -> Stats:
+def stats(db: Path | list[Path], model: str = "sim") -> Stats:
     """Load one events database (or merge several) and compute the stats (see `load`)."""
-    return compute(load_many(db) if isinstance(db, list) else load(db))
+    return compute(load_many(db) if isinstance(db, list) else load(db), model)
 
 
 # -- tables shared by `team stats` and the HTML report --------------------------------------
@@ -302,44 +313,62 @@ def fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
+def usd(value: float | None) -> str:
+    """Dollars with cents, and more digits for the fractions of a cent a sim run costs."""
+    if value is None:
+        return "-"
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+
+
+def price_note(model: str) -> str:
+    p = prices.prices_for(model)
+    if model == "sim":
+        return f"the sim priced as {p.model}"
+    return p.model if p.known else f"model {model!r} not in the price table: priced as {p.model}"
+
+
+def _active(st: Stats) -> list[tuple[str, GroupStats]]:
+    # `user` and agents that never called the model would be a row of zeros
+    named = [(n, g) for n, g in st.agents.items() if g.agent_calls or g.summary_calls]
+    return [*named, ("TEAM", st.team)]
+
+
 def tables(st: Stats) -> list[Table]:
-    """The stats as three tables (calls and tokens, compactions, deliveries and health)."""
+    """The stats as tables that each fit 80 columns: cost, tokens, compactions,
+    retention, deliveries and health."""
     groups = [*st.agents.items(), ("TEAM", st.team)]
-    calls = Table(
-        "Model calls and tokens (billed input in base-price tokens: "
-        f"input + {CACHE_WRITE_PRICE}×cache write + {CACHE_READ_PRICE}×cache read; cache hit: "
-        "share of agent-call input read from the cache; micro rewrite: what micro clears "
-        "cost in cache writes over reads, base-price tokens)",
-        [
-            "agent",
-            "calls",
-            "summary calls",
-            "errors",
-            "input",
-            "cache write",
-            "cache read",
-            "output",
-            "billed input",
-            "summary share",
-            "cache hit",
-            "micro rewrite",
-        ],
+    active = _active(st)
+    cost = Table(
+        f"Cost (USD at list price, {price_note(st.model)})",
+        ["agent", "calls", "summaries", "USD", "billed input", "summary %"],
         [
             [
                 name,
                 fmt(g.agent_calls),
                 fmt(g.summary_calls),
-                fmt(g.call_errors),
+                usd(g.usd),
+                fmt(round(g.billed_input)),
+                fmt(g.summary_share, "%"),
+            ]
+            for name, g in active
+        ],
+    )
+    tokens = Table(
+        f"Tokens (billed input = input + {CACHE_WRITE_PRICE}×write + {CACHE_READ_PRICE}×read)"
+        "; cache hit: share of agent-call input read from the cache; rewrite: what micro "
+        "clears cost in cache writes over reads, base-price tokens",
+        ["agent", "input", "cache write", "cache read", "output", "cache hit", "rewrite"],
+        [
+            [
+                name,
                 fmt(g.input_tokens),
                 fmt(g.cache_write_tokens),
                 fmt(g.cache_read_tokens),
                 fmt(g.output_tokens),
-                fmt(round(g.billed_input)),
-                fmt(g.summary_share, "%"),
                 fmt(g.cache_hit_rate, "%"),
                 fmt(round(g.micro_rewrite_cost)),
             ]
-            for name, g in groups
+            for name, g in active
         ],
     )
     comp_rows = []
@@ -359,35 +388,13 @@ def tables(st: Stats) -> list[Table]:
                     ]
                 )
     comps = Table(
-        "Compactions (token sums and ratio over successful ones)",
-        [
-            "agent",
-            "layer",
-            "ok",
-            "failed",
-            "tokens before",
-            "tokens after",
-            "mean after/before",
-            "results cleared",
-        ],
+        "Compactions (token sums and mean after/before ratio over successful ones)",
+        ["agent", "layer", "ok", "failed", "before", "after", "ratio", "cleared"],
         comp_rows,
     )
-    health = Table(
-        "Retention, deliveries and health",
-        [
-            "agent",
-            "mean retention",
-            "task ids",
-            "names",
-            "paths",
-            "samples",
-            "sent to inbox",
-            "received",
-            "latency p50",
-            "latency p99",
-            "crashes",
-            "restarts",
-        ],
+    retention = Table(
+        "Retention: what summaries kept of task ids, teammate names, file paths",
+        ["agent", "mean", "task ids", "names", "paths", "samples"],
         [
             [
                 name,
@@ -396,14 +403,26 @@ def tables(st: Stats) -> list[Table]:
                 fmt(g.retention_by_kind["names"], "%"),
                 fmt(g.retention_by_kind["paths"], "%"),
                 fmt(g.retention_samples),
+            ]
+            for name, g in groups
+            if g.retention_samples or name == "TEAM"
+        ],
+    )
+    health = Table(
+        "Deliveries (latency from send to intake) and health",
+        ["agent", "sent", "taken", "p50", "p99", "errors", "crashes", "restarts"],
+        [
+            [
+                name,
                 fmt(g.deliveries_sent),
                 fmt(g.deliveries_received),
                 fmt(g.latency_p50, "s"),
                 fmt(g.latency_p99, "s"),
+                fmt(g.call_errors),
                 fmt(g.crashes),
                 fmt(g.restarts),
             ]
             for name, g in groups
         ],
     )
-    return [calls, comps, health]
+    return [cost, tokens, comps, retention, health]
