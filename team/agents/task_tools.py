@@ -177,7 +177,12 @@ class TaskTools:
         return json.dumps([t.model_dump() for t in self.board.list()], indent=1)
 
     def claim_task(self, input: dict[str, Any]) -> str:
-        task = self.board.claim(need_int(input, "task_id"), self.agent)
+        task_id = need_int(input, "task_id")
+        was = self.board.get(task_id)
+        task = self.board.claim(task_id, self.agent)
+        if was.owner == self.agent and was.status == "in_progress":
+            # claimed already (the loop takes open tasks itself): one event, not two
+            return f"task #{task.id} is already yours and in progress: {task.subject}"
         self._event("claimed", f"#{task.id} {task.subject}")
         plan = (
             " Submit your plan (submit_plan) before changing files."

@@ -13,6 +13,7 @@ from team.cli import (  # noqa: F401  (imported for their @app.command registrat
     experiment_cmd,
     import_cmd,
     init_cmd,
+    log_cmd,
     messages,
     run,
     study,

@@ -15,6 +15,7 @@ import typer
 from team import worktrees
 from team.agents import sandbox
 from team.agents.console import EventPrinter, RunCounter, status_table
+from team.agents.live import LiveFeed, LiveView
 from team.agents.lock import TeamLock
 from team.agents.runtime import Runtime
 from team.agents.warnings import route_warnings
@@ -80,8 +81,8 @@ def up(
         raise UserError(
             f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"
         ) from None
-    sinks = [events, counter] if live else [events, counter, EventPrinter()]
-    sink = FanoutSink(*sinks)
+    feed = LiveFeed()
+    sink = FanoutSink(events, counter, feed if live else EventPrinter())
     route_warnings(sink, ws.team_dir / "errors.log")  # one path for warnings: the events
     try:
         runtime, node = _runtime(ws, config, llm, sink, local)
@@ -103,7 +104,7 @@ def up(
     start = time.monotonic()
     try:
         if live:
-            finished = _run_live(runtime, until_idle, idle_grace, timeout)
+            finished = _run_live(runtime, feed, until_idle, idle_grace, timeout)
         else:
             finished = runtime.wait(until_idle=until_idle, idle_grace=idle_grace, timeout=timeout)
     finally:
@@ -167,17 +168,19 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
     return runtime, node
 
 
-def _run_live(runtime: Runtime, until_idle: bool, idle_grace: float, timeout) -> bool:
-    from rich.live import Live
-
-    with Live(status_table(runtime.status()), refresh_per_second=2) as live:
+def _run_live(
+    runtime: Runtime, feed: LiveFeed, until_idle: bool, idle_grace: float, timeout
+) -> bool:
+    """The table with the event feed above it (team.agents.live), until the team stops."""
+    with LiveView(feed) as view:
+        view.tick(runtime.status())
         finished = runtime.wait(
             until_idle=until_idle,
             idle_grace=idle_grace,
             timeout=timeout,
-            tick=lambda: live.update(status_table(runtime.status())),
+            tick=lambda: view.tick(runtime.status()),
         )
-        live.update(status_table(runtime.status()))
+        view.tick(runtime.status())
         return finished
 
 

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from team.cli.base import DirOption, JsonOption, app, workspace
 from team.config import ConfigError
+from team.errors import UserError
 from team.workspace import Workspace
 
 
@@ -119,7 +121,56 @@ def report(
     typer.echo(str(page))
 
 
-@app.command()
+class _ListByDefault(TyperGroup):
+    """`team transcripts [AGENT]` lists; `team transcripts show FILE` renders one.
+
+    Any first word that is not a subcommand (an agent name, an option) goes to `list`,
+    so the listing keeps the form it always had.
+    """
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["list", *args]
+        return super().resolve_command(ctx, args)
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+transcripts_app = typer.Typer(
+    cls=_ListByDefault,
+    help="List the transcripts archived before each compaction, or show one.",
+    no_args_is_help=False,
+)
+app.add_typer(transcripts_app, name="transcripts")
+
+
+@transcripts_app.command("show")
+def transcripts_show(
+    file: Annotated[Path, typer.Argument(help="A transcript (.jsonl), as listed.")],
+    full: Annotated[bool, typer.Option("--full", help="Show long texts whole.")] = False,
+    dir: DirOption = ".",
+) -> None:
+    """Render one transcript: the full history of a segment, as a person reads it."""
+    from team.study.conversation_view import show_transcript
+
+    ws = workspace(dir)
+    path = file if file.is_absolute() or file.exists() else ws.root / file
+    if not path.is_file():
+        raise UserError(f"{file}: no such transcript")
+    agent = path.parent.name if path.parent.parent.name == ".transcripts" else "assistant"
+    try:
+        for text in show_transcript(path, agent, full=full):
+            typer.echo(text)
+    except UnicodeDecodeError:
+        raise UserError(f"{file}: not UTF-8 text") from None
+    except OSError as e:
+        raise UserError(f"{file}: cannot read: {e.strerror or e}") from None
+
+
+@transcripts_app.command("list")
 def transcripts(
     agent: Annotated[str | None, typer.Argument(help="Only this agent's transcripts.")] = None,
     json_out: JsonOption = False,

@@ -6,9 +6,11 @@ results that micro-compaction replaced appear as their `[Previous: used <tool>]`
 placeholder, and long texts are cut (a person scrolls, the model does not). With
 `full=True` it shows the stored text, every character of it.
 
-Which results micro replaced is replayed with the agent's `[compaction]` settings, the
-same `MicroCompactor` rules the agent runs, call by call; a placeholder once placed
-stays for the rest of its segment, as it did for the model.
+Which results micro replaced: an assistant record names the results newly replaced in
+the request it answers (`cleared`), so the view is exact. Logs written before that
+field existed are replayed with the agent's `[compaction]` settings through the same
+`MicroCompactor`, call by call (exact for the rule-based policy, close for the cost-based
+one). A placeholder once placed stays for the rest of its segment, as it did for the model.
 """
 
 from __future__ import annotations
@@ -119,8 +121,9 @@ def read_records(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]
                 raise ValueError("not a record")
             records.append(rec)
         except ValueError as e:
-            log.warning("%s: skipping an unreadable record (line %d from byte %d: %s)",
-                        path, n, start, e)
+            log.warning(
+                "%s: skipping an unreadable record (line %d from byte %d: %s)", path, n, start, e
+            )
     return records, start + end
 
 
@@ -154,9 +157,11 @@ class SessionView:
         if kind == "user":
             append_user(self.segment, *(block_from_dict(b) for b in rec.get("blocks", ())))
         elif kind == "assistant":
-            # the call this reply answers was sent with the micro view of the segment so far
-            self.micro.view(list(self.segment))
-            self.cleared |= self.micro.cleared
+            if "cleared" in rec:  # what the request this reply answers had replaced
+                self.cleared.update(str(i) for i in rec["cleared"])
+            else:  # an older log: replay the rules on the segment as it was sent
+                self.micro.view(list(self.segment))
+                self.cleared |= self.micro.cleared
             self.segment.append(Message.from_dict(rec["message"]))
         elif kind == "compaction":
             self.micro.reset()
