@@ -1,0 +1,144 @@
+"""What each agent did last, its last error, its compactions and what it has spent.
+
+An `EventSink` that folds the run's events as they happen, so `team status` and the live
+table show them at a cost that does not grow with the run (no query over the history).
+Spend starts from what the event log already holds for this workspace (one query when
+the team starts), so budgets hold across restarts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from team.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
+from team.llm import prices
+
+QUIET_KINDS = frozenset({"started", "stopped", "restarted", "resumed"})
+"""Agent events that are not something the agent did."""
+ERROR_KINDS = frozenset({"crashed", "error", "warning", "failed"})
+
+
+@dataclass
+class AgentActivity:
+    last_action: str | None = None
+    last_action_ts: float | None = None
+    last_error: str | None = None
+    last_error_ts: float | None = None
+    compactions_by_layer: dict[str, int] = field(
+        default_factory=lambda: {"micro": 0, "auto": 0, "manual": 0}
+    )
+    spent_usd: float = 0.0
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class Activity:
+    """Folds events per agent; `snapshot(agent)` is what the status shows.
+
+    Args:
+        model: the model id calls are priced at (team.llm.prices).
+        spent: dollars each agent had spent before this run (see `spent_so_far`).
+    """
+
+    def __init__(self, model: str, spent: dict[str, float] | None = None) -> None:
+        self.model = model
+        self._lock = threading.Lock()
+        self._agents: dict[str, AgentActivity] = {}
+        for name, usd in (spent or {}).items():
+            self._get(name).spent_usd = usd
+
+    def _get(self, agent: str) -> AgentActivity:
+        a = self._agents.get(agent)
+        if a is None:
+            a = self._agents[agent] = AgentActivity()
+        return a
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            a = self._get(event.agent)
+            if isinstance(event, ModelCallEvent):
+                if event.error:
+                    self._error(a, f"model call failed: {event.error}", event.ts)
+                else:
+                    a.spent_usd += prices.dollars(event, self.model)
+            elif isinstance(event, CompactionEvent):
+                if event.success:
+                    a.compactions_by_layer[event.layer] = (
+                        a.compactions_by_layer.get(event.layer, 0) + 1
+                    )
+                    if event.layer != "micro":
+                        self._action(a, f"{event.layer} compaction", event.ts)
+                else:
+                    self._error(a, f"{event.layer} compaction failed: {event.error}", event.ts)
+            elif isinstance(event, DeliveryEvent) and event.kind == "received":
+                self._action(a, f"took {event.msg_type} from {event.sender}", event.ts)
+            elif isinstance(event, AgentEvent):
+                text = f"{event.kind}{': ' + event.detail if event.detail else ''}"
+                if event.kind in ERROR_KINDS:
+                    self._error(a, text, event.ts)
+                elif event.kind not in QUIET_KINDS:
+                    self._action(a, text, event.ts)
+
+    @staticmethod
+    def _action(a: AgentActivity, text: str, ts: float) -> None:
+        a.last_action, a.last_action_ts = _one_line(text), ts
+
+    @staticmethod
+    def _error(a: AgentActivity, text: str, ts: float) -> None:
+        a.last_error, a.last_error_ts = _one_line(text), ts
+
+    def spent(self, agent: str) -> float:
+        with self._lock:
+            return self._get(agent).spent_usd
+
+    def team_spent(self) -> float:
+        with self._lock:
+            return sum(a.spent_usd for a in self._agents.values())
+
+    def snapshot(self, agent: str) -> dict:
+        """The agent's fields for the status: last action and error, compactions, spend."""
+        with self._lock:
+            d = asdict(self._get(agent))
+        d["compactions_total"] = sum(d["compactions_by_layer"].values())
+        return d
+
+
+def spent_so_far(db: Path, model: str) -> dict[str, float]:
+    """Dollars per agent in an events database (one grouped query; {} if there is none)."""
+    if not db.is_file():
+        return {}
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            rows = conn.execute(
+                "SELECT agent, SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens),"
+                " SUM(cache_write_tokens) FROM model_calls WHERE error IS NULL GROUP BY agent"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return {}
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    return {
+        agent: prices.dollars(dict(zip(keys, sums, strict=True)), model)
+        for agent, *sums in rows
+    }
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """`12s ago`, `5m ago`, `3h ago`."""
+    if ts is None:
+        return ""
+    s = max(0.0, (now or time.time()) - ts)
+    if s < 90:
+        return f"{s:.0f}s ago"
+    if s < 5400:
+        return f"{s / 60:.0f}m ago"
+    return f"{s / 3600:.0f}h ago"
