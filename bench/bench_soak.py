@@ -115,9 +115,10 @@ def feed(ws, config, board, marks: Checkpoints, deliveries: Deliveries, messages
             board.create(f"{SUBJECTS[k % len(SUBJECTS)]} (round {k})")
             k += 1
         due = messages * min(1.0, marks.calls / marks.target)
-        while deliveries.sent < due:
+        while deliveries.sent < due:  # agents' own messages count toward the total
             to = names[deliveries.sent % len(names)]
-            send(ws, config, to, f"Status check {deliveries.sent}: how is it going?")
+            text = f"Status check {deliveries.sent}: how is it going?"
+            send(ws, config, to, text, sink=deliveries)
         stop.wait(0.05)
 
 

@@ -76,6 +76,8 @@ class AgentConfig(BaseModel):
     prompt: str = ""
     compaction: dict[str, Any] = Field(default_factory=dict)
     """Overrides of any [compaction] key for this agent alone."""
+    budget_usd: float | None = Field(None, gt=0)
+    """Dollars (list price, team.llm.prices) this agent may spend; then it stops taking work."""
     sandbox: SandboxMode | None = None
     """This agent's sandbox mode, when it differs from [team] sandbox."""
     network: bool | None = None
@@ -107,6 +109,8 @@ class TeamSection(BaseModel):
     model: str = "sim"
     """An Anthropic model id, or "sim" for the offline simulator."""
     max_tokens: int = Field(8000, gt=0)
+    budget_usd: float | None = Field(None, gt=0)
+    """Dollars the whole team may spend; once reached, every agent stops taking work."""
     sandbox: SandboxMode = "auto"
     """Confine `bash`: "bwrap" (bubblewrap, or refuse to start), "auto" (bubblewrap when
     it works here, otherwise unconfined with one warning at `team up`), "off"."""

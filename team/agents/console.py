@@ -102,38 +102,107 @@ class EventPrinter:
         return None
 
 
+def _doing(st: dict, now: float) -> str:
+    """The tool running now, else the last thing the agent did and when."""
+    from team.agents.activity import ago
+
+    if st.get("current"):
+        return st["current"]
+    if st.get("last_action"):
+        return f"{st['last_action']} ({ago(st.get('last_action_ts'), now)})"
+    return "-"
+
+
+def _compactions(st: dict) -> str:
+    by = st.get("compactions_by_layer")
+    if not by:  # a status from before the activity fold: auto and manual only
+        return str(st.get("compactions", 0))
+    return f"{by.get('auto', 0)}/{by.get('manual', 0)}/{by.get('micro', 0)}"
+
+
+def _spend(st: dict) -> str:
+    spent = st.get("spent_usd")
+    if spent is None:
+        return "-"
+    from team.study.stats import usd
+
+    budget = st.get("budget_usd")
+    return usd(spent) + (f"/{usd(budget)}" if budget else "")
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def status_table(status: dict, title: str = ""):
-    """A rich table of agent states (for the live display and `team status`)."""
+    """A rich table of agent states (for the live display and `team status`).
+
+    Under it, each agent's last error, when it had one: the table says what an agent is
+    doing, the caption what last went wrong.
+    """
     from rich.table import Table
 
-    table = Table(title=title or None)
+    from team.agents.activity import ago
+
+    now = time.time()
+    from rich import box
+
+    table = Table(title=title or None, box=box.SIMPLE_HEAD)
+    columns = (
+        ("agent", "left"),
+        ("state", "left"),
+        ("doing", "left"),
+        ("task", "right"),
+        ("context", "right"),
+        ("compactions", "right"),
+        ("calls", "right"),
+        ("inbox", "right"),
+        ("spent", "right"),
+    )
     agents = status.get("agents", {})
-    branches = any("branch" in st for st in agents.values())  # isolation = "worktree"
-    for col in (
-        "agent",
-        "state",
-        "task",
-        "context tokens",
-        "compactions",
-        "calls",
-        "inbox",
-        "crashes",
-    ):
-        table.add_column(col, justify="left" if col in ("agent", "state") else "right")
-    if branches:
-        table.add_column("branch")
-        table.add_column("uncommitted", justify="right")
+    if any("branch" in st for st in agents.values()):  # isolation = "worktree"
+        columns += (("branch", "left"), ("uncommitted", "right"))
+    rows = []
+    errors = []
     for name, st in agents.items():
-        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if branches else []
-        table.add_row(
-            name,
-            st.get("state", "?"),
-            f"#{st['task']}" if st.get("task") else "-",
-            f"{st.get('context_tokens', 0):,}",
-            str(st.get("compactions", 0)),
-            str(st.get("calls", 0)),
-            str(st.get("pending", 0)),
-            str(st.get("crashes", 0)),
-            *extra,
+        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if len(columns) > 9 else []
+        rows.append(
+            [
+                name,
+                _clip(str(st.get("state", "?")), 24),
+                _clip(_doing(st, now), 60),
+                f"#{st['task']}" if st.get("task") else "-",
+                f"{st.get('context_tokens', 0):,}",
+                _compactions(st),
+                str(st.get("calls", 0)),
+                str(st.get("pending", 0)),
+                _spend(st),
+                *extra,
+            ]
         )
+        error = st.get("error") or st.get("last_error")
+        if error:
+            when = ago(st.get("last_error_ts"), now) if st.get("last_error_ts") else ""
+            errors.append(f"{name}: {_clip(error, 200)}" + (f" ({when})" if when else ""))
+        if st.get("crashes"):
+            errors.append(f"{name}: crashed {st['crashes']} time(s), restarted")
+    for i, (col, justify) in enumerate(columns):
+        if col == "doing":  # the one column that gives way on a narrow terminal
+            table.add_column(col, justify=justify, overflow="ellipsis", no_wrap=True, max_width=28)
+        else:
+            width = max([len(col), *(len(r[i]) for r in rows)])
+            table.add_column(col, justify=justify, no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    notes = []
+    if any(st.get("compactions_by_layer") for st in status.get("agents", {}).values()):
+        notes.append("compactions: auto/manual/micro")
+    team = status.get("team_spend")
+    if team:
+        notes.append(f"team spent {_spend(team)}")
+    if errors:
+        notes += ["last errors:", *(f"  {e}" for e in errors)]
+    if notes:
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
     return table
