@@ -43,8 +43,12 @@ class TranscriptStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._last_seq: int | None = None  # listed once; then counted (a long run has
+        # thousands of transcripts, and listing them all before each one grew with the run)
 
     def _next_seq(self) -> int:
+        if self._last_seq is not None:
+            return self._last_seq + 1  # another writer's file only makes the link retry
         best = 0
         if self.root.is_dir():
             for name in os.listdir(self.root):
@@ -68,6 +72,7 @@ class TranscriptStore:
                 final = self.root / str(TranscriptName(seq, stamp, layer))
                 try:
                     os.link(tmp, final)  # link, not rename: fails instead of overwriting
+                    self._last_seq = seq
                     break
                 except FileExistsError:
                     seq += 1
