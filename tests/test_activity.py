@@ -81,6 +81,6 @@ def test_status_table_shows_doing_compactions_spend_and_errors() -> None:
     Console(file=buf, width=120).print(status_table(status))
     out = buf.getvalue()
     assert "bash: make test" in out and "completed: #2" in out
-    assert "1/0/7" in out and "$1.25 of $5.00" in out
-    assert "team spent $1.25 of $20.00" in out
+    assert "1/0/7" in out and "$1.25/$5.00" in out
+    assert "team spent $1.25/$20.00" in out
     assert "alice: model call failed: overloaded (529)" in out

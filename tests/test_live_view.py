@@ -158,7 +158,7 @@ def test_team_up_on_a_tty_scrolls_events_above_the_table(tmp_path: Path) -> None
     ):
         assert sum(wanted in line for line in shown) == 1, (wanted, text[-3000:])
     # the table stays once, under the feed, after every redraw
-    headers = [i for i, line in enumerate(shown) if "context tokens" in line]
+    headers = [i for i, line in enumerate(shown) if "agent" in line and "compactions" in line]
     assert len(headers) == 1
     last_event = max(i for i, line in enumerate(shown) if "completed: #" in line)
     assert headers[0] > last_event

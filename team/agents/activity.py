@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -127,8 +128,7 @@ def spent_so_far(db: Path, model: str) -> dict[str, float]:
         return {}
     keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
     return {
-        agent: prices.dollars(dict(zip(keys, sums, strict=True)), model)
-        for agent, *sums in rows
+        agent: prices.dollars(dict(zip(keys, sums, strict=True)), model) for agent, *sums in rows
     }
 
 
@@ -142,3 +142,23 @@ def ago(ts: float | None, now: float | None = None) -> str:
     if s < 5400:
         return f"{s / 60:.0f}m ago"
     return f"{s / 3600:.0f}h ago"
+
+
+def budget_check(activity: Activity, config) -> Callable[[str], str | None]:
+    """The loop's budget question for a team: why `agent` may spend no more, or None.
+
+    `[team] budget_usd` caps everyone's spend together, an agent's `budget_usd` its own
+    (summary calls made for it included). Spend is at list price (team.llm.prices).
+    """
+
+    def check(agent: str) -> str | None:
+        own = config.agent(agent).budget_usd
+        spent = activity.spent(agent)
+        if own is not None and spent >= own:
+            return f"its budget of ${own:,.2f} is spent (${spent:,.2f})"
+        team = config.team.budget_usd
+        if team is not None and (total := activity.team_spent()) >= team:
+            return f"the team's budget of ${team:,.2f} is spent (${total:,.2f})"
+        return None
+
+    return check

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from team import worktrees
 from team.agents.identity import system_prompt
-from team.agents.loop import Agent, Tools
+from team.agents.loop import Agent, Budget, Tools
 from team.agents.session import SessionLog
 from team.agents.tools import Toolbox, tool_specs
 from team.backends.base import FilesBackend
@@ -44,6 +44,8 @@ class Parts:
     fsync: bool = True
     poll_s: float = 0.5
     started_at: float = field(default_factory=time.time)
+    budget: Budget | None = None
+    """Why an agent may spend no more (`team.agents.activity.budget_check`); None: no cap."""
 
     def __post_init__(self) -> None:
         if self.inboxes is None:
@@ -119,4 +121,5 @@ def build_agent(
         started_at=parts.started_at,
         poll_s=parts.poll_s,
         on_idle=lambda: teamwork.going_idle(name, where),
+        budget=parts.budget,
     )

@@ -77,8 +77,8 @@ class Intake:
     def ack(self) -> None:
         """Mark done everything received so far: call only after it is recorded."""
         claimed, self._claimed = self._claimed, []
-        if claimed:
-            self.mailbox.done_many(claimed)  # one directory fsync for the batch
+        for c in claimed:
+            self.mailbox.done(c)
 
     def forget_unrecorded(self) -> None:
         """Recording failed (e.g. disk full): let the next `receive` return that mail again."""

@@ -75,6 +75,14 @@ class AgentFailed(Exception):
     """Retrying cannot help (a permanent model error): the agent stops, saying why."""
 
 
+class BudgetReached(Exception):
+    """The agent's or the team's budget is spent: it finishes its step and stops."""
+
+
+Budget = Callable[[str], str | None]
+"""Given an agent's name, why it may not spend more (None while it may)."""
+
+
 @dataclass
 class AgentState:
     """What `team status` shows, updated by the agent thread."""
@@ -89,6 +97,8 @@ class AgentState:
     waiting: str | None = None
     """Why the agent waits before retrying (with `retry_at`), while it does."""
     retry_at: float | None = None
+    current: str | None = None
+    """The tool running now, with the gist of its input."""
 
     def snapshot(self, now: float | None = None) -> dict:
         """The status as `team status` shows it: a wait says its reason and time left."""
@@ -121,6 +131,7 @@ class Agent:
         started_at: float | None = None,
         poll_s: float = 0.5,
         on_idle: Callable[[], str | None] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """`on_idle` runs when a turn ends with nothing left to do; a reason it returns
         keeps the agent working (the teammate_idle hook), None lets it go idle."""
@@ -128,6 +139,7 @@ class Agent:
         self.name = config.name
         self.team = team
         self.model = model
+        self.inboxes = inboxes
         self.mailbox = inboxes.mailbox(config.name)
         self.board = board
         self.toolbox = toolbox
@@ -149,6 +161,8 @@ class Agent:
         self.intake = Intake(self.name, inboxes, session, sink, self.started_at)
         self._board_checked = 0.0
         self.last_error: str | None = None
+        self.budget = budget
+        self._idle = False  # the model called `idle`: wait for new input, call nothing
 
     def identity(self) -> str:
         # blocked tasks are not work yet: their owner is told when they unblock
@@ -168,6 +182,7 @@ class Agent:
         try:
             while True:
                 self.check_stop()
+                self.check_budget()
                 try:
                     if self.has_work():
                         self.status.state = "working"
@@ -188,8 +203,14 @@ class Agent:
         except AgentFailed as e:
             failed = str(e)
             self.sink.emit(AgentEvent(self.name, "failed", failed))
+        except BudgetReached as e:
+            self._stop_for_budget(str(e))
         finally:
-            self.status.state = f"failed: {failed}" if failed else "stopped"
+            if failed:
+                self.status.state = f"failed: {failed}"
+            elif not self.status.state.startswith("budget"):
+                self.status.state = "stopped"
+            self.status.current = None
             self.session.close()
             self.waker.close()
 
@@ -243,7 +264,7 @@ class Agent:
             return True
         if self.intake.shutdown is not None:
             return False  # stopping: take on nothing new
-        if self.history.messages and self.history.messages[-1].role == "user":
+        if self.history.messages and self.history.messages[-1].role == "user" and not self._idle:
             return True
         # Idle agents poll; reading the whole board every poll made 100 idle agents cost
         # more than the working ones. A task left open waits at most a second.
@@ -254,6 +275,7 @@ class Agent:
         task = self.board.claim_next(self.name)
         if task is None:
             return False
+        self._idle = False
         self.sink.emit(AgentEvent(self.name, "claimed", f"#{task.id} {task.subject}"))
         self._add_user(
             [
@@ -276,8 +298,9 @@ class Agent:
                 uses = self.step()
             except StepFailed:
                 return  # has_work() sees the unanswered user turn and tries again
-            if uses:
-                self.run_tools(uses)
+            idled = bool(uses) and self.run_tools(uses)
+            self.check_budget()  # the step is done: stop here if it spent the last dollar
+            if uses and not idled:
                 continue
             if self._cut:
                 self._cut = False
@@ -304,11 +327,38 @@ class Agent:
                     kept += 1
                     self._add_user([TextBlock(f"Keep working (teammate_idle hook): {why}")])
                     continue
+            # `idle` ends the turn: its results wait, unanswered, for the next input
+            # (calling the model on them would be one full-context call for nothing)
+            self._idle = idled
             return
 
     def _actionable(self) -> list:
         """Own tasks the agent can act on now: not blocked, no plan waiting for review."""
         return [t for t in self.board.open_for(self.name) if _can_act(t)]
+
+    def check_budget(self) -> None:
+        """At a step boundary: stop once the agent's or the team's budget is spent."""
+        if self.budget is not None and (why := self.budget(self.name)):
+            raise BudgetReached(why)
+
+    def _stop_for_budget(self, why: str) -> None:
+        """Say so in the user inbox and in the events; the thread ends, taking no work."""
+        from team.mailbox.message import MailMessage
+        from team.workspace import USER
+
+        self.status.state = "budget reached"  # why: in the events, the status, the inbox
+        self.sink.emit(AgentEvent(self.name, "budget", why))
+        note = MailMessage(
+            type="message",
+            sender=self.name,
+            to=USER,
+            content=f"{self.name} stopped taking work: {why}. Raise budget_usd in team.toml "
+            "and start the team again to go on.",
+        )
+        try:
+            self.inboxes.mailbox(USER).deliver(note)
+        except OSError as e:
+            log.warning("%s: could not tell the user its budget is spent: %s", self.name, e)
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls.
@@ -333,9 +383,14 @@ class Agent:
                     raise StepFailed(str(e)) from e
         raise AssertionError("unreachable")
 
-    def _call(self) -> tuple[ModelResponse, ModelRequest, int, float]:
-        """One request from the current history: (response, request, estimate, seconds)."""
+    def _call(self) -> tuple[ModelResponse, ModelRequest, int, float, tuple[int, ...]]:
+        """One request from the current history.
+
+        Returns (response, request, estimate, seconds, the results micro newly replaced).
+        """
+        before = self.compactor.micro.cleared
         view, breakpoints = self.compactor.prepare(self.history)
+        cleared = tuple(sorted(self.compactor.micro.cleared - before))
         # one block can be larger than the whole context: the model sees its head and
         # tail; the log and the transcript keep all of it
         view = clip_messages(view)
@@ -364,10 +419,15 @@ class Agent:
             self._backoff(e)
             raise StepFailed(str(e)) from e
         self._error_backoff = 0.0
-        return response, request, estimate, time.monotonic() - start
+        return response, request, estimate, time.monotonic() - start, cleared
 
     def _take(
-        self, response: ModelResponse, request: ModelRequest, estimate: int, duration: float
+        self,
+        response: ModelResponse,
+        request: ModelRequest,
+        estimate: int,
+        duration: float,
+        cleared: tuple[int, ...] = (),
     ) -> list[ToolUseBlock]:
         """Record a reply; a cut-off or refused one is noted for the turn to handle."""
         u = response.usage
@@ -389,7 +449,7 @@ class Agent:
             b for b in response.content if not (isinstance(b, TextBlock) and not b.text.strip())
         )
         message = Message("assistant", kept or (TextBlock(EMPTY_REPLY),))
-        self.record(AssistantTurn(message, u))
+        self.record(AssistantTurn(message, u, cleared))
         self.status.calls += 1
         self.status.context_tokens = u.context_tokens
         uses = message.tool_uses()
@@ -399,8 +459,10 @@ class Agent:
             self._refused(message)
         return uses
 
-    def run_tools(self, uses: list[ToolUseBlock]) -> None:
+    def run_tools(self, uses: list[ToolUseBlock]) -> bool:
+        """Run one reply's tool calls and record their results; True if one was `idle`."""
         results: list[Block] = []
+        idled = False
         inbox_ids: list[str] = []
         focus: str | None = None
         compact_requested = False
@@ -421,15 +483,21 @@ class Agent:
                 text = "\n\n".join(m.as_prompt() for m in messages) or "No new messages."
                 results.append(ToolResultBlock(use.id, text, use.name))
             elif use.name == "idle":
+                idled = True
                 results.append(ToolResultBlock(use.id, "Going idle.", use.name))
             else:
-                r = self.toolbox.run(use.name, use.input)
+                self.status.current = _gist(use)
+                try:
+                    r = self.toolbox.run(use.name, use.input)
+                finally:
+                    self.status.current = None
                 results.append(ToolResultBlock(use.id, r.content, use.name, r.is_error))
         if cut:
             results.append(TextBlock(CONTINUE))
         self._add_user(results, inbox_ids)
         if compact_requested:
             self.compact("manual", "tool", focus)
+        return idled
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
         rec = self.compactor.compact(
@@ -456,6 +524,7 @@ class Agent:
         messages = self.intake.receive()
         if not messages:
             return False
+        self._idle = False
         self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
         return True
 
@@ -553,3 +622,12 @@ def _can_act(task) -> bool:
 
 def _waits_review(task) -> bool:
     return getattr(task, "plan_state", None) == "submitted"
+
+
+def _gist(use: ToolUseBlock, limit: int = 60) -> str:
+    """`bash: make test`: the tool and its main input, for `team status`."""
+    value = next((v for v in use.input.values() if isinstance(v, str | int)), "")
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{use.name}: {text}" if text else use.name

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from team.agents.activity import Activity, budget_check
 from team.agents.build import Parts, build_agent
 from team.agents.lock import TeamLock
 from team.agents.loop import Agent
@@ -44,6 +45,8 @@ class Runtime:
             backend runs some of them (`team up --agents`).
         on_status: also given every status snapshot (a node publishes it to Redis).
         stop: the hard-stop event (default: a new one), when others must share it.
+        activity: what status shows besides the agents' own state (last action and
+            error, compactions by layer, spend), and what budgets are checked against.
     """
 
     def __init__(
@@ -60,11 +63,13 @@ class Runtime:
         agents: list[str] | None = None,
         on_status: Callable[[dict], None] | None = None,
         stop: threading.Event | None = None,
+        activity: Activity | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
         self.names = list(agents) if agents else config.names()
         self.on_status = on_status
+        self.activity = activity  # folds the events `sink` carries (it must be among them)
         self.parts = Parts(
             ws=ws,
             config=config,
@@ -75,6 +80,7 @@ class Runtime:
             fsync=fsync,
             poll_s=poll_s,
             stop=stop or threading.Event(),
+            budget=budget_check(activity, config) if activity is not None else None,
         )
         self.sink = sink
         self.board = self.parts.board
@@ -144,10 +150,12 @@ class Runtime:
     def is_idle(self) -> bool:
         """Every agent idle, every inbox empty and no task open.
 
-        A failed agent takes on nothing more: its inbox and its tasks do not count.
+        A failed agent, or one whose thread has ended (its budget spent), takes on
+        nothing more: its mail and its tasks do not keep the rest of the team up.
         """
+        ended = {n for n, t in self.threads.items() if not t.is_alive()} | set(self.failed)
         for name in self.names:
-            if name in self.failed:
+            if name in ended:
                 continue
             agent = self.agents.get(name)
             # a stopped agent takes on nothing more: it counts as idle
@@ -155,7 +163,7 @@ class Runtime:
                 return False
             if self.inboxes.mailbox(name).has_pending():
                 return False
-        return all(t.status == "completed" or t.owner in self.failed for t in self.board.list())
+        return all(t.status == "completed" or t.owner in ended for t in self.board.list())
 
     def wait(
         self,
@@ -219,8 +227,17 @@ class Runtime:
             st = agent.status.snapshot() if agent else {"state": "starting"}
             st["pending"] = self.inboxes.mailbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
+            if self.activity is not None:
+                st.update(self.activity.snapshot(name))
+                st["budget_usd"] = self.config.agent(name).budget_usd
             agents[name] = st
-        return {"pid": os.getpid(), "updated": time.time(), "agents": agents}
+        out = {"pid": os.getpid(), "updated": time.time(), "agents": agents}
+        if self.activity is not None:
+            out["team_spend"] = {
+                "spent_usd": self.activity.team_spent(),
+                "budget_usd": self.config.team.budget_usd,
+            }
+        return out
 
     def write_status(self) -> None:
         """Write the snapshot `team status` reads; a full or read-only disk only warns.

@@ -14,6 +14,7 @@ import typer
 
 from team import worktrees
 from team.agents import sandbox
+from team.agents.activity import Activity, spent_so_far
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.live import LiveFeed, LiveView
 from team.agents.lock import TeamLock
@@ -82,10 +83,11 @@ def up(
             f"{ws.events_db}: not a usable event database ({e}); move it aside to start afresh"
         ) from None
     feed = LiveFeed()
-    sink = FanoutSink(events, counter, feed if live else EventPrinter())
+    activity = Activity(model_id, spent_so_far(ws.events_db, model_id))
+    sink = FanoutSink(events, counter, activity, feed if live else EventPrinter())
     route_warnings(sink, ws.team_dir / "errors.log")  # one path for warnings: the events
     try:
-        runtime, node = _runtime(ws, config, llm, sink, local)
+        runtime, node = _runtime(ws, config, llm, sink, local, activity)
     except UserError:
         events.close()
         raise
@@ -135,7 +137,7 @@ def pick_agents(config: TeamConfig, agents: str | None) -> list[str]:
     return list(dict.fromkeys(picked))
 
 
-def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
+def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str], activity=None):
     """The runtime for this node, and on Redis the `Node` that holds its agents' leases.
 
     Raises:
@@ -143,7 +145,7 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
     """
     check = open_backend(ws, config)
     if not isinstance(check, RedisBackend):
-        return Runtime(ws, config, llm, sink, agents=local), None
+        return Runtime(ws, config, llm, sink, agents=local, activity=activity), None
     try:
         check.link.ping()  # at start, fail with one line rather than wait
     finally:
@@ -163,6 +165,7 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str]):
         agents=local,
         on_status=node.publish,
         stop=stop,
+        activity=activity,
     )
     node.claim()
     return runtime, node
@@ -229,7 +232,8 @@ def down(
 
 @app.command()
 def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
-    """Agents (state, context tokens, compactions, pending inbox) of the team here."""
+    """Agents of the team here: state, what each is doing, task, context, compactions
+    (auto/manual/micro), pending inbox, spend against budget, and last errors."""
     ws = workspace(dir)
     config = ws.load_config()
     backend = open_backend(ws, config)
@@ -250,8 +254,11 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     for name in config.names():
         st = dict(snapshot.get("agents", {}).get(name, {}))
         if not running:
-            st["state"] = "down"
+            was = str(st.get("state", ""))
+            # a spent budget outlasts the run: say so until the budget is raised
+            st["state"] = "down (budget)" if was.startswith("budget") else "down"
             st["task"] = None
+            st["current"] = None
         st.setdefault("state", "starting")
         st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
         if config.team.isolation == "worktree":
@@ -259,8 +266,12 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
             st["branch"] = wt.branch if wt else None
             st["changes"] = wt.changes if wt else 0
             st["ahead"] = wt.ahead if wt else 0
+        st["budget_usd"] = config.agent(name).budget_usd  # as team.toml says now
         agents[name] = st
-    _show_status({"team": config.team.name, "running": running, "agents": agents}, json_out)
+    out = {"team": config.team.name, "running": running, "agents": agents}
+    if "team_spend" in snapshot:
+        out["team_spend"] = {**snapshot["team_spend"], "budget_usd": config.team.budget_usd}
+    _show_status(out, json_out)
 
 
 def _show_status(out: dict, json_out: bool) -> None:
@@ -270,4 +281,5 @@ def _show_status(out: dict, json_out: bool) -> None:
     from rich.console import Console
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
-    Console().print(status_table(out, title))
+    console = Console()
+    (console if console.is_terminal else Console(width=160)).print(status_table(out, title))

@@ -44,9 +44,17 @@ class AssistantTurn:
 
     message: Message
     usage: Usage = field(default_factory=Usage)
+    cleared: tuple[str, ...] = ()
+    """Tool results micro-compaction newly replaced in the request this reply answers
+    (their tool_use ids): what the model saw, for `team log`. The fold ignores it."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"t": "assistant", "message": self.message.to_dict(), "usage": asdict(self.usage)}
+        return {
+            "t": "assistant",
+            "message": self.message.to_dict(),
+            "usage": asdict(self.usage),
+            "cleared": list(self.cleared),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +118,11 @@ def record_from_dict(d: dict[str, Any]) -> Record:
         blocks = tuple(block_from_dict(b) for b in d["blocks"])
         return UserTurn(blocks, tuple(str(i) for i in d.get("inbox", ())))
     if kind == "assistant":
-        return AssistantTurn(Message.from_dict(d["message"]), Usage(**d.get("usage", {})))
+        return AssistantTurn(
+            Message.from_dict(d["message"]),
+            Usage(**d.get("usage", {})),
+            tuple(str(i) for i in d.get("cleared", ())),
+        )
     if kind == "compaction":
         figures = {k: d[k] for k in _COMPACTION_FIGURES if d.get(k) is not None}
         return Compaction(first=Message.from_dict(d["first"]), **figures)
