@@ -97,8 +97,13 @@ class TimedSim(SimModel):
         try:
             return super().complete(request)
         finally:
+            # summaries are model work too: their CPU is the model's, only agent calls count
+            spent = time.thread_time() - start
             if request.purpose == "agent":
-                self.marks.count(time.thread_time() - start)
+                self.marks.count(spent)
+            else:
+                with self.marks.lock:
+                    self.marks.model_cpu += spent
 
 
 class Deliveries:

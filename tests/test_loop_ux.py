@@ -126,3 +126,23 @@ def test_team_budget_through_team_up_and_status(tmp_path):
         "up", "--until-idle", "--idle-grace", "0.5", "--dir", str(ws.root), timeout=120
     )
     assert "model calls: 0 agent" in again.stdout
+
+
+def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
+    from team.agents.tools import Toolbox
+    from team.tasks import TaskBoard
+
+    ws = workspace(tmp_path)
+    board = TaskBoard(ws.tasks_dir)
+    for i in range(60):
+        t = board.create(f"old task {i}", owner="alice")
+        board.claim(t.id, "alice")
+        board.complete(t.id, "alice", "done")
+    open_ones = [board.create(f"open task {i}").id for i in range(3)]
+    box = Toolbox(ws, "alice", ws.load_config(), board)
+    listed = json.loads(box.run("list_tasks", {}).content)
+    ids = [t["id"] for t in listed]
+    assert set(open_ones) <= set(ids)
+    assert sorted(i for i in ids if i not in open_ones) == list(range(41, 61))  # newest 20
+    cli = json.loads(run_team("tasks", "--json", "--dir", str(ws.root)).stdout)
+    assert len(cli) == 63  # the person still sees the whole board

@@ -29,7 +29,7 @@ from team.config import AgentConfig, TeamConfig
 from team.events import AgentEvent, EventSink
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
-from team.tasks import Board, Task, TaskError, rules
+from team.tasks import FINISHED, Board, Task, TaskError, rules
 from team.teamwork import Teamwork
 from team.workspace import Workspace
 
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 TASK_ID = {"type": "integer", "description": "The task's id (#N)."}
 IDS = {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks to wait on."}
+LISTED_FINISHED = 20
+"""Finished tasks `list_tasks` shows (the newest); `team tasks` shows them all."""
 UPDATABLE = ("pending", "in_progress", "completed", "failed", "cancelled")
 
 
@@ -47,7 +49,7 @@ def task_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None)
             "list_tasks",
             "List the task board as JSON: id, subject, description, status (pending, "
             "in_progress, blocked, completed, failed, cancelled), owner, blocked_by (ids it "
-            "waits on), result.",
+            "waits on), result. Every unfinished task, and the 20 most recently finished.",
             {},
             [],
         ),
@@ -174,7 +176,12 @@ class TaskTools:
     # -- tools --------------------------------------------------------------------------
 
     def list_tasks(self, input: dict[str, Any]) -> str:
-        return json.dumps([t.model_dump() for t in self.board.list()], indent=1)
+        # Every unfinished task, and only the newest finished ones: the whole history
+        # made this result (and every context that held it) grow with the run.
+        tasks = self.board.list()
+        done = [t for t in tasks if t.status in FINISHED]
+        old = {t.id for t in sorted(done, key=lambda t: t.updated_at)[:-LISTED_FINISHED]}
+        return json.dumps([t.model_dump() for t in tasks if t.id not in old], indent=1)
 
     def claim_task(self, input: dict[str, Any]) -> str:
         task_id = need_int(input, "task_id")
