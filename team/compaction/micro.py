@@ -93,6 +93,11 @@ class MicroCompactor:
         self._cleared = set()
         self._wasted = 0.0
 
+    @property
+    def cleared(self) -> frozenset[str]:
+        """Ids of the results the view replaces (the session log names new ones)."""
+        return frozenset(self._cleared)
+
     def _eligible(self, b: ToolResultBlock) -> bool:
         cfg = self.config
         return b.name not in cfg.preserve_tools and len(b.content) > cfg.min_chars
