@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 from team import worktrees
 from team.agents.identity import system_prompt
-from team.agents.loop import Agent, Budget, Tools
+from team.agents.loop import Agent
+from team.agents.replies import Tools
 from team.agents.session import SessionLog
+from team.agents.state import Budget
 from team.agents.tools import Toolbox, tool_specs
 from team.backends.base import FilesBackend
 from team.board import Board

@@ -10,13 +10,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
 
+from team.agents import nudges, replies, user_notices
+from team.agents.backoff import Backoff
 from team.agents.identity import identity_block
 from team.agents.intake import Intake
-from team.agents.repair import repair
+from team.agents.repair import load_repaired
+from team.agents.replies import Tools
 from team.agents.session import SessionLog, interrupted_results
+from team.agents.state import AgentFailed, AgentState, Budget, BudgetReached, Shutdown, StepFailed
 from team.board import Board
 from team.compaction.clip import clip_messages
 from team.compaction.compactor import Compactor
@@ -24,7 +26,7 @@ from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
-from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.conversation import Block, Message, TextBlock, ToolUseBlock, validate
 from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.facts import task_ids
@@ -38,8 +40,6 @@ from team.llm.base import (
     ToolSpec,
 )
 from team.mailbox.base import Inboxes, Waker
-from team.mailbox.message import MailMessage
-from team.workspace import USER
 
 log = logging.getLogger(__name__)
 
@@ -47,66 +47,7 @@ BOARD_POLL_S = 1.0
 MAX_STEPS_PER_TURN = 200  # a runaway tool loop still yields to the inbox and to shutdown
 MAX_KEPT_WORKING = 3  # a teammate_idle hook that always says "keep working" must not loop
 EMPTY_REPLY = "(no reply)"
-MAX_BACKOFF_S = 30.0
 PROMPT_TOO_LONG_COMPACTIONS = 2
-MAX_HINT_S = 600.0  # a server's retry-after is honoured up to this (a stop cuts it short)
-CUT_CALL = (
-    "Not run: your reply was cut off at the max_tokens limit in the middle of this call, "
-    "so its input is incomplete. Send it again (split it up if it is large)."
-)
-CONTINUE = "Your last reply was cut off at the max_tokens limit. Continue from where it stopped."
-
-
-class Tools(Protocol):
-    """Runs the tools the loop does not handle itself (`team.agents.tools.Toolbox`)."""
-
-    def run(self, name: str, input: dict[str, Any]) -> Any: ...
-
-
-class Shutdown(Exception):
-    """The agent was asked to stop; raised at a step boundary."""
-
-
-class StepFailed(Exception):
-    """The model call failed and was waited out; the history is unchanged and the turn ends."""
-
-
-class AgentFailed(Exception):
-    """Retrying cannot help (a permanent model error): the agent stops, saying why."""
-
-
-class BudgetReached(Exception):
-    """The agent's or the team's budget is spent: it finishes its step and stops."""
-
-
-Budget = Callable[[str], str | None]
-"""Given an agent's name, why it may not spend more (None while it may)."""
-
-
-@dataclass
-class AgentState:
-    """What `team status` shows, updated by the agent thread."""
-
-    state: str = "starting"  # starting, idle, working, waiting, failed: <why>, stopped
-    context_tokens: int = 0
-    compactions: int = 0
-    calls: int = 0
-    task: int | None = None
-    error: str | None = None
-    """The last error, one line (kept after the agent recovers)."""
-    waiting: str | None = None
-    """Why the agent waits before retrying (with `retry_at`), while it does."""
-    retry_at: float | None = None
-    current: str | None = None
-    """The tool running now, with the gist of its input."""
-
-    def snapshot(self, now: float | None = None) -> dict:
-        """The status as `team status` shows it: a wait says its reason and time left."""
-        out = asdict(self)
-        if self.state == "waiting" and self.retry_at is not None:
-            left = max(0, round(self.retry_at - (time.time() if now is None else now)))
-            out["state"] = f"waiting: {self.waiting}, retry in {left}s"
-        return out
 
 
 class Agent:
@@ -155,7 +96,7 @@ class Agent:
         self.tools = tools
         self.status = AgentState()
         self.history = History()
-        self._error_backoff = 0.0
+        self.backoff = Backoff()
         self._cut = False  # the last reply was cut off at max_tokens
         self.inboxes = inboxes
         self.intake = Intake(self.name, inboxes, session, sink, self.started_at)
@@ -223,19 +164,9 @@ class Agent:
             raise Shutdown
 
     def resume(self) -> None:
-        self.history = self.session.load()
-        fixed, fixes = repair(self.history.messages)
-        if fixes:  # a damaged log: never a crash loop on a conversation the API rejects
-            self.history.messages = fixed
-            self.history.usage_tokens, self.history.usage_index = None, 0
-        if fixes or self.session.skipped:  # one warning for the whole repair
-            lines = ", ".join(map(str, self.session.skipped[:5])) or "none"
-            detail = (
-                f"skipped {len(self.session.skipped)} unreadable records (lines {lines}); "
-                f"{len(fixes)} repairs" + (f", e.g. {fixes[0]}" if fixes else "")
-            )
-            # one event, which `team up` shows once (a log line too would show it twice)
-            self.sink.emit(AgentEvent(self.name, "repaired", f"{self.session.path}: {detail}"))
+        self.history, repaired = load_repaired(self.session)
+        if repaired:  # one event, which `team up` shows once (a log line too: twice)
+            self.sink.emit(AgentEvent(self.name, "repaired", repaired))
         cut = interrupted_results(self.history)
         if cut:
             self._add_user(cut)
@@ -255,8 +186,7 @@ class Agent:
         known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
         untold = [t for t in self._actionable() if t.id not in known]
         if untold:
-            listing = "; ".join(f"#{t.id} {t.subject}" for t in untold)
-            self._add_user([TextBlock(f"You own these open tasks: {listing}. Work on them.")])
+            self._add_user([TextBlock(nudges.untold(untold))])
 
     def has_work(self) -> bool:
         """Unanswered input, new mail, or an open task nobody has claimed (which we claim)."""
@@ -277,13 +207,7 @@ class Agent:
             return False
         self._idle = False
         self.sink.emit(AgentEvent(self.name, "claimed", f"#{task.id} {task.subject}"))
-        self._add_user(
-            [
-                TextBlock(
-                    f"You claimed open task #{task.id}: {task.subject}\n{task.description}".strip()
-                )
-            ]
-        )
+        self._add_user([TextBlock(nudges.claimed(task))])
         return True
 
     def turn(self) -> None:
@@ -304,28 +228,20 @@ class Agent:
                 continue
             if self._cut:
                 self._cut = False
-                self._add_user([TextBlock(CONTINUE)])
+                self._add_user([TextBlock(nudges.CONTINUE)])
                 continue
             if self.take_inbox():
                 continue
             mine = self._actionable()
             if mine and not reminded:
                 reminded = True
-                listing = "; ".join(f"#{t.id} {t.subject}" for t in mine)
-                self._add_user(
-                    [
-                        TextBlock(
-                            f"Reminder: you still own open tasks: {listing}. Complete them "
-                            "with complete_task, or say why you cannot."
-                        )
-                    ]
-                )
+                self._add_user([TextBlock(nudges.reminder(mine))])
                 continue
             if self.on_idle is not None and kept < MAX_KEPT_WORKING:
                 why = self.on_idle()  # the teammate_idle hook, and the lead's notice
                 if why is not None:
                     kept += 1
-                    self._add_user([TextBlock(f"Keep working (teammate_idle hook): {why}")])
+                    self._add_user([TextBlock(nudges.keep_working(why))])
                     continue
             # `idle` ends the turn: its results wait, unanswered, for the next input
             # (calling the model on them would be one full-context call for nothing)
@@ -343,22 +259,8 @@ class Agent:
 
     def _stop_for_budget(self, why: str) -> None:
         """Say so in the user inbox and in the events; the thread ends, taking no work."""
-        from team.mailbox.message import MailMessage
-        from team.workspace import USER
-
         self.status.state = "budget reached"  # why: in the events, the status, the inbox
-        self.sink.emit(AgentEvent(self.name, "budget", why))
-        note = MailMessage(
-            type="message",
-            sender=self.name,
-            to=USER,
-            content=f"{self.name} stopped taking work: {why}. Raise budget_usd in team.toml "
-            "and start the team again to go on.",
-        )
-        try:
-            self.inboxes.mailbox(USER).deliver(note)
-        except OSError as e:
-            log.warning("%s: could not tell the user its budget is spent: %s", self.name, e)
+        user_notices.budget_spent(self.name, why, self.inboxes, self.sink)
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls.
@@ -418,7 +320,7 @@ class Agent:
             self._record_error(e, estimate, time.monotonic() - start)
             self._backoff(e)
             raise StepFailed(str(e)) from e
-        self._error_backoff = 0.0
+        self.backoff = Backoff()
         return response, request, estimate, time.monotonic() - start, cleared
 
     def _take(
@@ -461,43 +363,15 @@ class Agent:
 
     def run_tools(self, uses: list[ToolUseBlock]) -> bool:
         """Run one reply's tool calls and record their results; True if one was `idle`."""
-        results: list[Block] = []
-        idled = False
-        inbox_ids: list[str] = []
-        focus: str | None = None
-        compact_requested = False
         cut = uses[-1].id if self._cut and uses else None
-        if cut:
-            self._cut = False
-        for use in uses:
-            if use.id == cut:
-                results.append(ToolResultBlock(use.id, CUT_CALL, use.name, is_error=True))
-            elif use.name == "compact":
-                compact_requested = True
-                focus = str(use.input.get("focus") or "") or None
-                content = "Compacting now: you will continue from a summary of your work."
-                results.append(ToolResultBlock(use.id, content, use.name))
-            elif use.name == "read_inbox":
-                messages = self.intake.receive()
-                inbox_ids += [m.id for m in messages]
-                text = "\n\n".join(m.as_prompt() for m in messages) or "No new messages."
-                results.append(ToolResultBlock(use.id, text, use.name))
-            elif use.name == "idle":
-                idled = True
-                results.append(ToolResultBlock(use.id, "Going idle.", use.name))
-            else:
-                self.status.current = _gist(use)
-                try:
-                    r = self.toolbox.run(use.name, use.input)
-                finally:
-                    self.status.current = None
-                results.append(ToolResultBlock(use.id, r.content, use.name, r.is_error))
-        if cut:
-            results.append(TextBlock(CONTINUE))
-        self._add_user(results, inbox_ids)
-        if compact_requested:
-            self.compact("manual", "tool", focus)
-        return idled
+        self._cut = self._cut and not cut
+        out = replies.answer(
+            uses, cut=cut, intake=self.intake, toolbox=self.toolbox, status=self.status
+        )
+        self._add_user(out.results, out.inbox_ids)
+        if out.compact:
+            self.compact("manual", "tool", out.focus)
+        return out.idled
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
         rec = self.compactor.compact(
@@ -510,9 +384,7 @@ class Agent:
         )
         if rec is None:
             if layer == "manual":
-                self._add_user(
-                    [TextBlock("compact failed; your conversation is unchanged. Go on.")]
-                )
+                self._add_user([TextBlock(nudges.COMPACT_FAILED)])
             return
         self.record(rec)
         self.status.compactions += 1
@@ -552,13 +424,9 @@ class Agent:
 
     def _backoff(self, e: ModelError) -> None:
         """Wait before retrying: exponential, or the server's hint when it gives one."""
-        self._error_backoff = min(MAX_BACKOFF_S, max(1.0, self._error_backoff * 2))
-        if e.retry_after is not None:  # the server knows better (a short 529, a long 429)
-            self._error_backoff = min(MAX_HINT_S, e.retry_after)
-        log.warning(
-            "%s: model call failed (%s); retrying in %.0fs", self.name, e, self._error_backoff
-        )
-        self.wait_interruptibly(self._error_backoff, e.reason)
+        seconds = self.backoff.next(e)
+        log.warning("%s: model call failed (%s); retrying in %.0fs", self.name, e, seconds)
+        self.wait_interruptibly(seconds, e.reason)
 
     def wait_interruptibly(self, seconds: float, reason: str) -> None:
         """Wait `seconds`, shown as `waiting: <reason>, retry in Ns`, unless told to stop.
@@ -589,29 +457,17 @@ class Agent:
         line = f"cannot write: {os_error_line(e)}"
         self.last_error = self.status.error = line
         self.intake.forget_unrecorded()
-        self._error_backoff = min(MAX_BACKOFF_S, max(1.0, self._error_backoff * 2))
-        log.warning("%s: %s; retrying in %.0fs", self.name, line, self._error_backoff)
-        self.wait_interruptibly(self._error_backoff, "disk full" if "space" in line else "disk")
+        seconds = self.backoff.next()
+        log.warning("%s: %s; retrying in %.0fs", self.name, line, seconds)
+        self.wait_interruptibly(seconds, "disk full" if "space" in line else "disk")
 
     def _refused(self, message: Message) -> None:
         """The model refused to go on: say so where the person will see it."""
         asked = next(
             (m.text() for m in reversed(self.history.messages[:-1]) if m.role == "user"), ""
         )
-        asked = " ".join(asked.split())[:300]
         self.record(Note({"event": "refusal", "text": message.text()[:1000]}))
-        self.sink.emit(AgentEvent(self.name, "refusal", asked[:200]))
-        self.inboxes.mailbox(USER).deliver(
-            MailMessage(
-                sender=self.name,
-                to=USER,
-                content=(
-                    f"{self.name}: the model refused to answer (stop_reason refusal), so I "
-                    f"stopped this turn. It was answering: {asked or '(nothing)'}. Send me "
-                    "new instructions to go on."
-                ),
-            )
-        )
+        user_notices.refused(self.name, asked, self.inboxes, self.sink)
 
 
 def _can_act(task) -> bool:
@@ -622,12 +478,3 @@ def _can_act(task) -> bool:
 
 def _waits_review(task) -> bool:
     return getattr(task, "plan_state", None) == "submitted"
-
-
-def _gist(use: ToolUseBlock, limit: int = 60) -> str:
-    """`bash: make test`: the tool and its main input, for `team status`."""
-    value = next((v for v in use.input.values() if isinstance(v, str | int)), "")
-    text = " ".join(str(value).split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"{use.name}: {text}" if text else use.name

@@ -9,6 +9,8 @@ call is gone become plain text, calls whose result is gone are answered as inter
 
 from __future__ import annotations
 
+from team.agents.session import SessionLog
+from team.compaction.history import History
 from team.compaction.summary import render_block
 from team.conversation import (
     Block,
@@ -24,6 +26,24 @@ LOST_RESULT = (
     "Run it again if you still need it."
 )
 LOST_START = "(The start of this conversation was lost from the session log.)"
+
+
+def load_repaired(session: SessionLog) -> tuple[History, str | None]:
+    """The log's conversation, valid for the API, and one line saying what was mended
+    (None when the log was whole): a damaged log never makes a crash loop."""
+    history = session.load()
+    fixed, fixes = repair(history.messages)
+    if fixes:
+        history.messages = fixed
+        history.usage_tokens, history.usage_index = None, 0  # the usage was for another text
+    if not (fixes or session.skipped):
+        return history, None
+    lines = ", ".join(map(str, session.skipped[:5])) or "none"
+    detail = (
+        f"skipped {len(session.skipped)} unreadable records (lines {lines}); "
+        f"{len(fixes)} repairs" + (f", e.g. {fixes[0]}" if fixes else "")
+    )
+    return history, f"{session.path}: {detail}"
 
 
 def repair(messages: list[Message]) -> tuple[list[Message], list[str]]:

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from team.agents.build import Parts, build_agent
-from team.agents.loop import StepFailed
 from team.agents.session import SessionLogError, read_records
+from team.agents.state import StepFailed
 from team.agents.tools import ToolResult
 from team.compaction.records import AssistantTurn, Record, UserTurn
 from team.config import CompactionConfig, ConfigError, TeamConfig, parse_config
