@@ -127,7 +127,11 @@ def drive(
                     history.apply(rec)
             view, breakpoints = compactor.prepare(history)
             request = ModelRequest(
-                system=SYSTEM, messages=view, tools=TOOLS, cache_breakpoints=breakpoints, agent="a"
+                system=SYSTEM,
+                messages=view,
+                tools=TOOLS,
+                cache_breakpoints=breakpoints,
+                agent="alice",
             )
             usage = model.complete(request).usage
             compactor.observe(request, usage)

@@ -30,6 +30,7 @@ class ModelCallEvent:
     estimate: int = 0  # our estimate of the context before the call
     duration_s: float = 0.0
     error: str | None = None
+    cache_ttl: str | None = None  # "5m" or "1h": the writes' price (None in older rows: 5m)
     ts: float = field(default_factory=time.time)
     table = "model_calls"
 
@@ -50,6 +51,7 @@ class CompactionEvent:
     error: str | None = None
     results_cleared: int = 0  # micro only
     rewrite_tokens: int = 0  # micro only: cached tokens the clear makes the provider rewrite
+    cache_ttl: str | None = None  # micro only: the lifetime those rewrites are written for
     retention: float | None = None  # share of ids/names/paths kept (see compaction.retention)
     retention_tasks: float | None = None  # ... of task ids alone
     retention_names: float | None = None  # ... of teammate names alone

@@ -118,18 +118,23 @@ def spent_so_far(db: Path, model: str) -> dict[str, float]:
     try:
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(model_calls)")}
+            ttl = "cache_ttl" if "cache_ttl" in columns else "NULL"  # older databases: 5m
             rows = conn.execute(
-                "SELECT agent, SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens),"
-                " SUM(cache_write_tokens) FROM model_calls WHERE error IS NULL GROUP BY agent"
+                f"SELECT agent, {ttl}, SUM(input_tokens), SUM(output_tokens),"
+                " SUM(cache_read_tokens), SUM(cache_write_tokens) FROM model_calls"
+                f" WHERE error IS NULL GROUP BY agent, {ttl}"
             ).fetchall()
         finally:
             conn.close()
     except sqlite3.Error:
         return {}
-    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    return {
-        agent: prices.dollars(dict(zip(keys, sums, strict=True)), model) for agent, *sums in rows
-    }
+    keys = ("cache_ttl", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    spent: dict[str, float] = {}
+    for agent, *sums in rows:
+        usage = dict(zip(keys, sums, strict=True))
+        spent[agent] = spent.get(agent, 0.0) + prices.dollars(usage, model)
+    return spent
 
 
 def ago(ts: float | None, now: float | None = None) -> str:

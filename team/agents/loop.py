@@ -344,6 +344,7 @@ class Agent:
                 cache_write_tokens=u.cache_write_tokens,
                 estimate=estimate,
                 duration_s=duration,
+                cache_ttl=request.cache_ttl,
             )
         )
         # whitespace-only text would make every later request a 400: keep what is real

@@ -89,6 +89,7 @@ class Compactor:
             agent=agent,
             max_tokens=summary_max_tokens,
             input_budget_tokens=summary_input_budget,
+            cache_ttl=config.cache_ttl,
             on_call=self._record_summary_call,
         )
         self.gate = gate or AutoGate()
@@ -137,6 +138,7 @@ class Compactor:
                     messages_after=len(out.view),
                     results_cleared=out.newly_cleared,
                     rewrite_tokens=out.rewrite_tokens,
+                    cache_ttl=self.config.cache_ttl,
                 )
             )
         return out.view, breakpoints
@@ -378,5 +380,6 @@ class Compactor:
                 cache_write_tokens=u.cache_write_tokens if u else 0,
                 duration_s=duration,
                 error=error,
+                cache_ttl=self.config.cache_ttl,
             )
         )

@@ -16,6 +16,7 @@ from team.compaction.clip import clip_messages
 from team.compaction.tokens import CHARS_PER_TOKEN
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import CachePoint, Model, ModelRequest, PromptTooLong, ToolSpec
+from team.llm.prices import CacheTTL
 
 MIN_BUDGET_CHARS = 2000  # below this a chunk is too small to summarise usefully
 
@@ -138,9 +139,11 @@ class Summariser:
         agent: str,
         max_tokens: int = 4096,
         input_budget_tokens: int = 120_000,
+        cache_ttl: CacheTTL = "5m",
         on_call=None,
     ) -> None:
         self.model = model
+        self.cache_ttl = cache_ttl  # a cached summary reads the agent's entries, as long-lived
         self.agent = agent
         self.max_tokens = max_tokens
         self.budget_chars = input_budget_tokens * CHARS_PER_TOKEN
@@ -223,6 +226,7 @@ class Summariser:
             max_tokens=self.max_tokens,
             tool_choice="none",
             cache_breakpoints=(breakpoint,) if breakpoint is not None else (),
+            cache_ttl=self.cache_ttl,
             purpose="summary",
             agent=self.agent,
         )

@@ -154,35 +154,47 @@ def write_multiplier(ttl: CacheTTL = "5m") -> float:
     return WRITE_1H if ttl == "1h" else WRITE_5M
 
 
-def billed_input(usage: Counts, *, ttl: CacheTTL = "5m") -> float:
+def ttl_of(usage: Counts, ttl: CacheTTL | None = None) -> CacheTTL:
+    """The cache lifetime to bill `usage`'s writes at: `ttl` if given, else the one the
+    usage records (a model-call event or its row has `cache_ttl`), else "5m" (rows
+    written before the column existed, and the API's default)."""
+    if ttl is not None:
+        return ttl
+    value = (
+        usage.get("cache_ttl") if isinstance(usage, Mapping) else getattr(usage, "cache_ttl", None)
+    )
+    return "1h" if value == "1h" else "5m"
+
+
+def billed_input(usage: Counts, *, ttl: CacheTTL | None = None) -> float:
     """Input cost in base-price input tokens: input + 1.25x writes (2x for 1h) + 0.1x reads.
 
     Args:
         usage: a `Usage`, a `CacheCharge`, or an event row (a mapping with
             `input_tokens`, `cache_write_tokens`, `cache_read_tokens`; missing or None
-            counts as 0).
-        ttl: the cache lifetime the writes were made with.
+            counts as 0; a `cache_ttl` of "1h" bills the writes at 2x).
+        ttl: the cache lifetime the writes were made with, over what `usage` records.
     """
     return (
         _count(usage, "input_tokens")
-        + write_multiplier(ttl) * _count(usage, "cache_write_tokens")
+        + write_multiplier(ttl_of(usage, ttl)) * _count(usage, "cache_write_tokens")
         + READ * _count(usage, "cache_read_tokens")
     )
 
 
-def dollars(usage: Counts, model: str, *, ttl: CacheTTL = "5m") -> float:
+def dollars(usage: Counts, model: str, *, ttl: CacheTTL | None = None) -> float:
     """The list-price bill in USD of one call (or a sum of calls), output included.
 
     Args:
         usage: as for `billed_input`, plus `output_tokens`.
         model: the model id; an unknown one is priced as `FALLBACK_MODEL` (check
             `prices_for(model).known` to mark the figure as an estimate).
-        ttl: the cache lifetime the writes were made with.
+        ttl: the cache lifetime the writes were made with, over what `usage` records.
     """
     p = prices_for(model)
     return (
         _count(usage, "input_tokens") * p.input
-        + _count(usage, "cache_write_tokens") * p.cache_write(ttl)
+        + _count(usage, "cache_write_tokens") * p.cache_write(ttl_of(usage, ttl))
         + _count(usage, "cache_read_tokens") * p.cache_read
         + _count(usage, "output_tokens") * p.output
     ) / 1_000_000

@@ -85,6 +85,7 @@ def _events(session: Session, ws: Workspace) -> None:
                         u.output_tokens,
                         u.cache_read_tokens,
                         u.cache_write_tokens,
+                        cache_ttl=a.cache_ttl,
                         ts=t.time or 0.0,
                     )
                 )

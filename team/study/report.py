@@ -153,11 +153,20 @@ def _draw_context(ax: Any, rows: Rows, agents: list[str], t0: float) -> None:
 
 
 def cost_parts(rows: Rows, model: str) -> dict[str, float]:
-    """USD per part of the bill (input, cache write, cache read, output) for these calls."""
+    """USD per part of the bill (input, cache write, cache read, output) for these calls.
+
+    Cache writes are priced at each call's own lifetime (2x base input for the 1h cache).
+    """
     p = prices.prices_for(model)
+
+    def price(r: dict[str, Any], field: str) -> float:
+        if field == "cache_write_5m":
+            return p.cache_write(prices.ttl_of(r))
+        return getattr(p, field)
+
     return {
-        label: sum(r.get(key) or 0 for r in rows.model_calls) * getattr(p, price) / 1e6
-        for label, key, price, _ in COST_PARTS
+        label: sum((r.get(key) or 0) * price(r, field) for r in rows.model_calls) / 1e6
+        for label, key, field, _ in COST_PARTS
     }
 
 

@@ -198,10 +198,11 @@ def group_stats(rows: Rows, model: str = "sim") -> GroupStats:
     def tokens(key: str) -> int:
         return sum(r.get(key) or 0 for r in calls)
 
-    rewrites = sum(
-        r.get("rewrite_tokens") or 0
-        for r in rows.compactions
-        if r.get("layer") == "micro" and r.get("success")
+    micro = [r for r in rows.compactions if r.get("layer") == "micro" and r.get("success")]
+    rewrites = sum(r.get("rewrite_tokens") or 0 for r in micro)
+    rewrite_cost = sum(
+        (prices.write_multiplier(prices.ttl_of(r)) - prices.READ) * (r.get("rewrite_tokens") or 0)
+        for r in micro
     )
 
     return GroupStats(
@@ -217,7 +218,7 @@ def group_stats(rows: Rows, model: str = "sim") -> GroupStats:
         summary_share=cost(summary) / total_cost if total_cost else None,
         cache_hit_rate=hit_rate([r for r in calls if r.get("purpose") != "summary"]),
         micro_rewrite_tokens=rewrites,
-        micro_rewrite_cost=(prices.WRITE_5M - prices.READ) * rewrites,
+        micro_rewrite_cost=rewrite_cost,
         compactions={
             layer: _layer_stats([r for r in rows.compactions if r.get("layer") == layer])
             for layer in LAYERS
@@ -354,7 +355,8 @@ def tables(st: Stats) -> list[Table]:
         ],
     )
     tokens = Table(
-        f"Tokens (billed input = input + {CACHE_WRITE_PRICE}×write + {CACHE_READ_PRICE}×read)"
+        f"Tokens (billed input = input + {CACHE_WRITE_PRICE}×write ({prices.WRITE_1H}× for the "
+        f"1h cache) + {CACHE_READ_PRICE}×read)"
         "; cache hit: share of agent-call input read from the cache; rewrite: what micro "
         "clears cost in cache writes over reads, base-price tokens",
         ["agent", "input", "cache write", "cache read", "output", "cache hit", "rewrite"],
