@@ -3,7 +3,9 @@
 Stopping goes through the inboxes: Ctrl-C, SIGTERM and `team down` all deliver a
 `shutdown_request` to every agent, each agent answers it at its next step boundary and
 its thread ends; once every thread has ended the runtime returns. A crashed agent
-thread is restarted from its session log with a growing backoff.
+thread is restarted from its session log with a growing backoff. With a `ConfigWatch`,
+agents added to team.toml while the team runs are started and removed ones stopped
+after their step (team.agents.reload).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from team.agents.activity import Activity, budget_check
 from team.agents.build import Parts, build_agent
 from team.agents.lock import TeamLock
 from team.agents.loop import Agent
+from team.agents.reload import ConfigWatch
 from team.board import Board
 from team.compaction.compactor import AutoGate
-from team.config import TeamConfig
+from team.config import AgentConfig, TeamConfig
 from team.errors import os_error_line
 from team.events import AgentEvent, EventSink
 from team.llm.base import Model
@@ -47,6 +50,7 @@ class Runtime:
         stop: the hard-stop event (default: a new one), when others must share it.
         activity: what status shows besides the agents' own state (last action and
             error, compactions by layer, spend), and what budgets are checked against.
+        watch: team.toml, checked each second while the team runs; None: never reread.
     """
 
     def __init__(
@@ -64,6 +68,7 @@ class Runtime:
         on_status: Callable[[dict], None] | None = None,
         stop: threading.Event | None = None,
         activity: Activity | None = None,
+        watch: ConfigWatch | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
@@ -95,6 +100,10 @@ class Runtime:
         self.gates: dict[str, AutoGate] = {}
         self._stopping = False
         self._status_failing = False
+        self.watch = watch
+        self._deferred: list[str] = []  # re-added while its old thread still stops
+        # removed from team.toml, still finishing its step: its own lookups need its config
+        self._retiring: dict[str, AgentConfig] = {}
 
     def build_agent(self, name: str) -> Agent:
         return build_agent(self.parts, name, gate=self.gates.setdefault(name, AutoGate()))
@@ -104,9 +113,13 @@ class Runtime:
     def start(self) -> None:
         self.lock.acquire()
         for name in self.names:
-            t = threading.Thread(target=self._supervise, args=(name,), name=f"agent-{name}")
-            self.threads[name] = t
-            t.start()
+            self._start_thread(name)
+        self.write_status()  # at once: `team status` must not read the last run's snapshot
+
+    def _start_thread(self, name: str) -> None:
+        t = threading.Thread(target=self._supervise, args=(name,), name=f"agent-{name}")
+        self.threads[name] = t
+        t.start()
 
     def _supervise(self, name: str) -> None:
         """Run the agent; if its thread crashes, rebuild it from its log and go on."""
@@ -139,6 +152,54 @@ class Runtime:
     def alive(self) -> list[str]:
         return [n for n, t in self.threads.items() if t.is_alive()]
 
+    def reload(self) -> None:
+        """Take the agents added to and removed from team.toml since the last check.
+
+        Any other change is refused with one warning (team.agents.reload). The running
+        `TeamConfig` is updated in place: every agent's tools hold that same object, so
+        the old agents can message and assign the new ones at once.
+        """
+        if self._stopping:
+            self._deferred.clear()
+            return
+        for name in list(self._deferred):
+            if not self.threads[name].is_alive():
+                self._deferred.remove(name)
+                self._start_thread(name)
+        gone = [n for n in self._retiring if not self.threads[n].is_alive()]
+        for name in gone:
+            del self._retiring[name]
+        if gone:
+            self.config.agents = [a for a in self.config.agents if a.name not in gone]
+        if self.watch is None:
+            return
+        change = self.watch.check(self.config)
+        if change is None:
+            return
+        if change.refused:
+            log.warning("%s", change.refused)
+            return
+        old = {a.name: a for a in self.config.agents}
+        for name in change.removed:
+            if name not in self.names:  # `team up --agents` left it to another process
+                continue
+            self.names.remove(name)
+            self.failed.pop(name, None)  # removed on purpose: not a reason to exit 1
+            self.sink.emit(AgentEvent(name, "removed", "removed from team.toml"))
+            if name in self.alive():
+                self._retiring[name] = old[name]
+                self.inboxes.mailbox(name).deliver(shutdown_request(name, "user"))
+        for name in change.added:
+            self._retiring.pop(name, None)  # back before it stopped: it starts again after
+        self.config.agents = [*change.config.agents, *self._retiring.values()]
+        for name in change.added:
+            self.names.append(name)
+            self.sink.emit(AgentEvent(name, "added", "added to team.toml"))
+            if name in self.alive():  # removed a moment ago, not stopped yet
+                self._deferred.append(name)
+            else:
+                self._start_thread(name)
+
     def request_stop(self, sender: str = "user") -> None:
         """Ask every agent to stop after its current step (idempotent)."""
         if self._stopping:
@@ -154,7 +215,8 @@ class Runtime:
         nothing more: its mail and its tasks do not keep the rest of the team up.
         """
         ended = {n for n, t in self.threads.items() if not t.is_alive()} | set(self.failed)
-        for name in self.names:
+        ended -= set(self._deferred)
+        for name in list(self.names):
             if name in ended:
                 continue
             agent = self.agents.get(name)
@@ -183,10 +245,11 @@ class Runtime:
         stop_asked: float | None = None
         timed_out = False
         last_status = 0.0
-        while self.alive():
+        while self.alive() or self._deferred:
             now = time.monotonic()
             if now - last_status >= 1.0:
                 last_status = now
+                self.reload()
                 if tick:
                     tick()
                 self.write_status()
@@ -225,7 +288,7 @@ class Runtime:
 
     def status(self) -> dict:
         agents = {}
-        for name in self.names:
+        for name in list(self.names):
             agent = self.agents.get(name)
             st = agent.status.snapshot() if agent else {"state": "starting"}
             st["pending"] = self.inboxes.mailbox(name).pending_count()

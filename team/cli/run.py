@@ -18,6 +18,7 @@ from team.agents.activity import Activity, spent_so_far
 from team.agents.console import EventPrinter, RunCounter, status_table
 from team.agents.live import LiveFeed, LiveView
 from team.agents.lock import TeamLock
+from team.agents.reload import ConfigWatch
 from team.agents.runtime import Runtime
 from team.agents.warnings import route_warnings
 from team.backends.base import RedisBackend, open_backend
@@ -59,6 +60,7 @@ def up(
 ) -> None:
     """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
     ws = workspace(dir)
+    watch = ConfigWatch(ws.config_path)  # before reading: an edit from now on is seen
     config = ws.load_config()
     if config.team.isolation == "worktree":
         worktrees.require_repo(ws)  # before anything is written: nothing changes on a refusal
@@ -87,7 +89,7 @@ def up(
     sink = FanoutSink(events, counter, activity, feed if live else EventPrinter())
     route_warnings(sink, ws.team_dir / "errors.log")  # one path for warnings: the events
     try:
-        runtime, node = _runtime(ws, config, llm, sink, local, activity)
+        runtime, node = _runtime(ws, config, llm, sink, local, activity, watch)
     except UserError:
         events.close()
         raise
@@ -137,7 +139,15 @@ def pick_agents(config: TeamConfig, agents: str | None) -> list[str]:
     return list(dict.fromkeys(picked))
 
 
-def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str], activity=None):
+def _runtime(
+    ws: Workspace,
+    config: TeamConfig,
+    llm,
+    sink,
+    local: list[str],
+    activity=None,
+    watch: ConfigWatch | None = None,
+):
     """The runtime for this node, and on Redis the `Node` that holds its agents' leases.
 
     Raises:
@@ -145,13 +155,16 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str], act
     """
     check = open_backend(ws, config)
     if not isinstance(check, RedisBackend):
-        return Runtime(ws, config, llm, sink, agents=local, activity=activity), None
+        runtime = Runtime(ws, config, llm, sink, agents=local, activity=activity, watch=watch)
+        return runtime, None
     try:
         check.link.ping()  # at start, fail with one line rather than wait
     finally:
         check.close()
     from team.backends.node import Node  # imports redis: only for a Redis backend
 
+    if watch is not None:
+        watch.membership = False  # each node runs the agents it holds leases for
     stop = threading.Event()
     backend = open_backend(ws, config, wait=True, stop=stop)  # running: wait out outages
     node = Node(backend, config, local, root=str(ws.root), on_lost=lambda _agent: stop.set())
@@ -166,6 +179,7 @@ def _runtime(ws: Workspace, config: TeamConfig, llm, sink, local: list[str], act
         on_status=node.publish,
         stop=stop,
         activity=activity,
+        watch=watch,
     )
     node.claim()
     return runtime, node
@@ -259,7 +273,10 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
             st["state"] = "down (budget)" if was.startswith("budget") else "down"
             st["task"] = None
             st["current"] = None
-        st.setdefault("state", "starting")
+        # the running team lists every agent it runs, "starting" ones too: one it does not
+        # list (added to team.toml but refused, or left to another `--agents` process) is
+        # not going to start by itself
+        st.setdefault("state", "not running")
         st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
         if config.team.isolation == "worktree":
             wt = worktrees.status(ws, name)
