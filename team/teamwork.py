@@ -90,13 +90,13 @@ class Teamwork:
             text = (
                 f"Task #{task.id} ({task.subject}) was cancelled by {sender}: stop working on it."
             )
-            self._send(task.owner, text, sender, task_id=task.id)
+            self._send(task.owner, text, sender, type="revoked", task_id=task.id)
 
     def reassigned(self, task: Task, old_owner: str | None, sender: str) -> None:
         if old_owner and old_owner not in (task.owner, sender):
             to = task.owner or "anyone"
             text = f"Task #{task.id} ({task.subject}) was reassigned to {to}: stop working on it."
-            self._send(old_owner, text, sender, task_id=task.id)
+            self._send(old_owner, text, sender, type="revoked", task_id=task.id)
         self.assigned(task, sender)
 
     def going_idle(self, agent: str, root: str) -> str | None:

@@ -199,7 +199,7 @@ def test_cancel_reassign_reopen_tell_the_owners(ws: Path) -> None:
     assert (r.returncode, r.stdout.strip()) == (0, "task #1 -> bob (was alice)"), r.stderr
     assert board(ws)[0]["owner"] == "bob"
     [_, note] = inbox(ws, "alice")
-    assert note["type"] == "notice" and "reassigned to bob" in note["content"]
+    assert note["type"] == "revoked" and "reassigned to bob" in note["content"]
     [task_msg] = inbox(ws, "bob")
     assert (task_msg["type"], task_msg["task_id"]) == ("task", 1)
     r = team("task", "cancel", "1", cwd=ws)

@@ -139,7 +139,10 @@ def _apply_user_text(s: Situation, text: str, *, newest: bool, index: int = -1) 
         s.mail.append(mail)
         if mail.type == "task" and mail.task is not None:
             s.owner[mail.task] = "me"
+            s.closed.discard(mail.task)  # reopened, or handed back: work again
             s.subjects.setdefault(mail.task, mail.first_line[:80])
+        elif mail.type == "revoked" and mail.task is not None:
+            s.closed.add(mail.task)  # cancelled or reassigned: stop working on it
         if newest:
             s.new_mail.append(mail)
 

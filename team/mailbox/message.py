@@ -15,7 +15,8 @@ MessageType = Literal[
     "shutdown_request",
     "shutdown_response",
     "goal",  # `team goal`, to the lead
-    "notice",  # the team telling an agent: unblocked, cancelled, a teammate idle or done
+    "notice",  # the team telling an agent: a teammate idle, done or failed
+    "revoked",  # your task was cancelled or handed to another agent: stop working on it
     "plan_request",  # a plan waiting for review (to the lead, or to the user)
     "plan_response",  # the review: approved, or rejected with the reason
 ]
