@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from team.agents.launch import RunOptions, foreground, run_error
 from team.agents.lock import TeamLock
 from team.cli.base import app, event_log
 from team.config import render_config
@@ -98,8 +99,6 @@ def demo(
     latency: Annotated[float, typer.Option(help="Seconds each simulated model call takes.")] = 0.3,
 ) -> None:
     """Run an offline demo team (sim model) through a few tasks, then print what happened."""
-    from team.cli.run import up
-
     root = dir.resolve()
     if root.exists() and any(root.iterdir()):
         ws = Workspace.at(root)
@@ -116,7 +115,11 @@ def demo(
         f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board; the lead, {LEAD}, "
         f"splits the goal {GOAL!r} into more)"
     )
-    up(until_idle=True, model="sim", idle_grace=2.0, timeout=600, sim_latency=latency, dir=root)
+    opts = RunOptions(until_idle=True, model="sim", timeout=600, sim_latency=latency)
+    result = foreground(ws, opts)
+    typer.echo(result.summary)
+    if error := run_error(result, opts.timeout):
+        raise UserError(error)
     typer.echo(
         f"\nLook closer: team stats -C {dir}   team report -C {dir}   team transcripts -C {dir}"
     )

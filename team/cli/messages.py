@@ -25,17 +25,13 @@ from team.cli.base import (
     workspace,
 )
 from team.errors import UserError, os_error_line
-from team.mailbox import post
+from team.mailbox import post, reading
 from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
-from team.workspace import USER
 
 FromOption = Annotated[
     str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
 ]
-
-FOLLOW_TICK_S = 1.0
-"""--follow rescans at least this often, in case a file event was lost."""
 
 
 @app.command()
@@ -164,17 +160,19 @@ def _inbox(
 ) -> None:
     mailbox = backend.mailbox(agent)
     if ack:
-        _ack(mailbox, agent, as_json, limit)
+        with reading.taking(mailbox, agent) as taken:
+            if as_json:
+                typer.echo(json.dumps([_record(m, "done") for m in taken], indent=2))
+            elif not taken:
+                typer.echo("no pending messages for user")
+            else:
+                for msg in taken:
+                    typer.echo(_line(msg, "pending", limit))
         return
     if follow:
-        stop = threading.Event()
-        _follow(mailbox, backend.waker(agent, stop), stop, show_all, as_json, limit)
+        _follow(backend, agent, show_all, as_json, limit)
         return
-    shown = [
-        (msg, e.status)
-        for e in mailbox.entries()
-        if (show_all or e.status == "pending") and (msg := mailbox.read(e)) is not None
-    ]
+    shown = reading.listing(mailbox, show_all)
     if as_json:
         typer.echo(json.dumps([_record(m, s) for m, s in shown], indent=2))
     elif not shown:
@@ -184,52 +182,19 @@ def _inbox(
             typer.echo(_line(msg, status, limit))
 
 
-def _ack(mailbox, agent: str, as_json: bool, limit: int | None) -> None:
-    """Take the person's own mail: claim, show, then mark done (nothing shown is lost)."""
-    if agent != USER:
-        raise UserError(f"only your own inbox (user) can be acknowledged; {agent} takes its own")
-    claims = mailbox.receive()
-    if as_json:
-        typer.echo(json.dumps([_record(c.message, "done") for c in claims], indent=2))
-    elif not claims:
-        typer.echo("no pending messages for user")
-    else:
-        for c in claims:
-            typer.echo(_line(c.message, "pending", limit))
-    for c in claims:
-        mailbox.done(c)
-
-
-def _follow(
-    mailbox, waker, stop: threading.Event, show_all: bool, as_json: bool, limit: int | None
-) -> None:
-    """Print what is there (pending, or everything with --all), then each new arrival.
-
-    Read-only: the agent may claim and finish a message between two scans, so a scan
-    looks at every file name in new/ and cur/ and prints the ones not printed yet.
-    """
+def _follow(backend, agent: str, show_all: bool, as_json: bool, limit: int | None) -> None:
+    """Print until Ctrl-C or a polite kill (both exit 0), or until the reader goes away."""
+    stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # Ctrl-C ends the follow cleanly (exit 0); so does a polite kill.
     previous_term = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    printed: set[str] = set()
-    first = True
+    waker = backend.waker(agent, stop)
     try:
-        while not stop.is_set():
-            for e in mailbox.entries():
-                if e.key in printed:
-                    continue
-                printed.add(e.key)
-                if first and e.status == "done" and not show_all:
-                    continue  # history: only --all shows it
-                if (msg := mailbox.read(e)) is not None:
-                    _show(msg, e.status, as_json, limit)
-            first = False
-            waker.wait(FOLLOW_TICK_S)
+        for msg, status in reading.follow(backend.mailbox(agent), waker, stop, show_all):
+            _show(msg, status, as_json, limit)
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from
         # complaining when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     finally:
-        waker.close()
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, previous_term)

@@ -56,6 +56,24 @@ class Mailbox(Protocol):
 
     def has_pending(self) -> bool: ...
 
+    def entries(self) -> Sequence[Entry]:
+        """Every message, pending and processed, oldest first (`team inbox --all`)."""
+        ...
+
+    def read(self, entry: Entry) -> MailMessage | None:
+        """The message of an entry; None if it is gone or unreadable (logged)."""
+        ...
+
+
+class Entry(Protocol):
+    """One message as a listing sees it: a stable key and whether it was processed."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
 
 class Inboxes(Protocol):
     """Every inbox of one team, by agent name (`user` included)."""

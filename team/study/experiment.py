@@ -159,27 +159,19 @@ def run_strategy(
     Raises:
         UserError: the team was not idle within `timeout` seconds.
     """
-    from team.agents.runtime import Runtime
-    from team.events import SqliteEventLog
+    from team.agents.launch import TeamRun
     from team.llm.sim import SimModel
-    from team.tasks import TaskBoard
 
     start = time.monotonic()
     ws = prepare(root, workload, strat.compaction(threshold))
-    events = SqliteEventLog(ws.events_db)
-    runtime = Runtime(ws, ws.load_config(), SimModel(seed=workload.seed), events, fsync=False)
-    try:
-        runtime.start()
-        finished = runtime.wait(until_idle=True, idle_grace=0.5, timeout=timeout)
-    finally:
-        runtime.close()
-        events.close()
+    with TeamRun(ws, ws.load_config(), SimModel(seed=workload.seed), fsync=False) as run:
+        run.start()
+        finished = run.wait(until_idle=True, idle_grace=0.5, timeout=timeout)
     if not finished:
         raise UserError(f"strategy {strat.name}: the team was not idle within {timeout:g}s")
-    tasks = TaskBoard(ws.tasks_dir).list()
-    done = sum(1 for t in tasks if t.status == "completed")
+    done, total = run.tasks_done()
     chars = tool_output_chars(ws, [n for n, _, _ in workload.team()])
-    out = outcome(strat.name, load(ws.events_db), done, len(tasks), chars)
+    out = outcome(strat.name, load(ws.events_db), done, total, chars)
     out.seconds = time.monotonic() - start
     return out
 
