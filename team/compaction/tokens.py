@@ -10,7 +10,6 @@ characters the request carried over the input tokens the API counted for it.
 from __future__ import annotations
 
 from team.compaction.history import History
-from team.conversation import Message
 
 CHARS_PER_TOKEN = 4
 MIN_RATIO, MAX_RATIO = 1.0, 8.0  # outside this the observation is not a text prompt
@@ -19,10 +18,6 @@ MIN_OBSERVED_TOKENS = 200  # a tiny request says little about the ratio
 
 def chars_to_tokens(chars: int) -> int:
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
-def message_tokens(messages: list[Message]) -> int:
-    return chars_to_tokens(sum(m.chars() for m in messages))
 
 
 class TokenMeter:

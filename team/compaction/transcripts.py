@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +87,32 @@ class TranscriptStore:
         return final
 
 
-def read_transcript(path: Path) -> list[Message]:
+def transcript_lines(path: Path) -> Iterator[tuple[int, Message | ValueError]]:
+    """Each message of a transcript with its line number; a line that is not one gives
+    the error instead, so a reader shows the rest (the format's one reader).
+
+    Raises:
+        OSError, UnicodeDecodeError: the file cannot be read as text.
+    """
     with open(path, encoding="utf-8") as f:
-        return [Message.from_dict(json.loads(line)) for line in f if line.strip()]
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, Message.from_dict(json.loads(line))
+            except (KeyError, TypeError, ValueError) as e:
+                yield n, ValueError(f"line {n} is not a message: {e}")
+
+
+def read_transcript(path: Path) -> list[Message]:
+    """Every message of a transcript.
+
+    Raises:
+        ValueError: a line is not a message (a damaged or foreign file).
+    """
+    out = []
+    for _, m in transcript_lines(path):
+        if isinstance(m, ValueError):
+            raise m
+        out.append(m)
+    return out

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from team.compaction.micro import MicroCompactor, placeholder
+from team.compaction.transcripts import transcript_lines
 from team.config import CompactionConfig
 from team.conversation import (
     Message,
@@ -216,11 +217,5 @@ def show_session(
 def show_transcript(path: Path, agent: str, *, full: bool = False) -> Iterator[str]:
     """A transcript: the full stored text of a segment, one message per line of JSON."""
     renderer = Renderer(agent, full)
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield renderer.message(Message.from_dict(json.loads(line)))
-            except (KeyError, TypeError, ValueError) as e:
-                yield f"(line {n} is not a message: {e})"
+    for _, m in transcript_lines(path):
+        yield f"({m})" if isinstance(m, ValueError) else renderer.message(m)
