@@ -1,35 +1,64 @@
 """Who is told what when the board changes: task owners, the lead, the user.
 
-Every change to the board that someone must act on becomes one inbox message here, so the
-CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
-"Coordination"). A message that cannot be delivered is logged, never raised: the board
-change it reports has already happened and must not be undone by a full disk.
+Every change to the board that someone must act on becomes one inbox message here, so
+the CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
+"Task board and coordination"). A message that cannot be delivered is logged, never
+raised: the board change it reports has already happened and must not be undone by a
+full disk.
+
+A running node on Redis passes a `Courier` (`team.backends.outbox.Outbox`): the notices
+then go through a local spool and never wait for Redis in the agent's thread. Without
+one (the CLI, a team on files) each is delivered at once.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from team.config import TeamConfig
 from team.errors import UserError
 from team.events import EventSink
 from team.mailbox import post
+from team.mailbox.message import MailMessage
 from team.tasks import Board, Task, rules
 from team.workspace import USER, Workspace
 
 log = logging.getLogger(__name__)
 
 
+class Courier(Protocol):
+    """Takes a composed message and sees it delivered, soon or once Redis is back."""
+
+    def send(self, msg: MailMessage) -> None: ...
+
+    def pending(self) -> int:
+        """Messages taken and not delivered yet."""
+        ...
+
+
 class Teamwork:
-    """The messages of coordination, sent on behalf of `sender` (an agent or `user`)."""
+    """The messages of coordination, sent on behalf of `sender` (an agent or `user`).
+
+    Args:
+        courier: how notices go out (a running node's outbox); None: delivered at once
+            through the backend team.toml names.
+    """
 
     def __init__(
-        self, ws: Workspace, config: TeamConfig, board: Board, sink: EventSink | None = None
+        self,
+        ws: Workspace,
+        config: TeamConfig,
+        board: Board,
+        sink: EventSink | None = None,
+        *,
+        courier: Courier | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
         self.board = board
         self.sink = sink
+        self.courier = courier
 
     @property
     def lead(self) -> str | None:
@@ -181,6 +210,12 @@ class Teamwork:
         if to == sender:
             return
         try:
+            if self.courier is not None and not strict:
+                msg = post.compose(
+                    self.ws, self.config, to, text, sender=sender, type=type, task_id=task_id
+                )
+                self.courier.send(msg)
+                return
             post.send(
                 self.ws,
                 self.config,

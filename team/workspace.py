@@ -50,6 +50,11 @@ class Workspace:
         return self.agent_dir(agent) / "session.jsonl"
 
     @property
+    def outbox_dir(self) -> Path:
+        """A Redis node's notices waiting for Redis (team.backends.outbox)."""
+        return self.team_dir / "outbox"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.team_dir / "tasks"
 

@@ -27,7 +27,7 @@ from team.config import CompactionConfig, TeamConfig
 from team.events import EventSink
 from team.llm.base import Model, ToolSpec
 from team.mailbox.base import Inboxes, Waker
-from team.teamwork import Teamwork
+from team.teamwork import Courier, Teamwork
 from team.workspace import Workspace
 
 
@@ -48,6 +48,8 @@ class Parts:
     started_at: float = field(default_factory=time.time)
     budget: Budget | None = None
     """Why an agent may spend no more (`team.agents.activity.budget_check`); None: no cap."""
+    courier: Courier | None = None
+    """How coordination notices go out (a Redis node's outbox); None: delivered at once."""
 
     def __post_init__(self) -> None:
         if self.inboxes is None:
@@ -92,6 +94,7 @@ def build_agent(
         root=parts.ws.root,
         gate=gate,
     )
+    teamwork = Teamwork(parts.ws, config, parts.board, parts.sink, courier=parts.courier)
     if toolbox is None:
         toolbox = Toolbox(
             parts.ws,
@@ -102,8 +105,8 @@ def build_agent(
             sink=parts.sink,
             stop=parts.stop,
             inboxes=parts.inboxes,
+            teamwork=teamwork,
         )
-    teamwork = Teamwork(parts.ws, config, parts.board, parts.sink)
     where = str(root or parts.ws.root)
     assert parts.inboxes is not None
     return Agent(

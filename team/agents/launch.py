@@ -114,7 +114,15 @@ class TeamRun:
             self.watch.membership = False  # each node runs the agents it holds leases for
         stop = threading.Event()
         backend = open_backend(ws, config, wait=True, stop=stop)  # running: wait out outages
-        node = Node(backend, config, agents, root=str(ws.root), on_lost=lambda _a: stop.set())
+        node = Node(
+            backend,
+            config,
+            agents,
+            root=str(ws.root),
+            on_lost=lambda _a: stop.set(),
+            spool=ws.outbox_dir,  # task notices wait here while Redis is away
+            sink=self.sink,
+        )
         runtime = Runtime(
             ws,
             config,
@@ -125,6 +133,7 @@ class TeamRun:
             agents=agents,
             on_status=node.publish,
             stop=stop,
+            courier=node.outbox,
             activity=activity,
             watch=self.watch,
             fsync=fsync,

@@ -32,6 +32,7 @@ from team.llm.base import Model
 from team.mailbox.base import Inboxes
 from team.mailbox.post import shutdown_request
 from team.tasks import TaskBoard
+from team.teamwork import Courier
 from team.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ class Runtime:
         activity: what status shows besides the agents' own state (last action and
             error, compactions by layer, spend), and what budgets are checked against.
         watch: team.toml, checked each second while the team runs; None: never reread.
+        courier: how coordination notices go out (a Redis node's outbox, which the
+            team waits for before it counts as idle); None: delivered at once.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class Runtime:
         stop: threading.Event | None = None,
         activity: Activity | None = None,
         watch: ConfigWatch | None = None,
+        courier: Courier | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
@@ -86,6 +90,7 @@ class Runtime:
             poll_s=poll_s,
             stop=stop or threading.Event(),
             budget=budget_check(activity, config) if activity is not None else None,
+            courier=courier,
         )
         self.sink = sink
         self.board = self.parts.board
@@ -216,6 +221,9 @@ class Runtime:
         """
         ended = {n for n, t in self.threads.items() if not t.is_alive()} | set(self.failed)
         ended -= set(self._deferred)
+        courier = self.parts.courier
+        if courier is not None and courier.pending():  # a notice may yet bring work
+            return False
         for name in list(self.names):
             if name in ended:
                 continue

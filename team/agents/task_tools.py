@@ -134,6 +134,7 @@ class TaskTools:
         *,
         root: Path,
         sink: EventSink | None = None,
+        teamwork: Teamwork | None = None,
     ) -> None:
         self.ws = ws
         self.agent = agent
@@ -141,7 +142,7 @@ class TaskTools:
         self.board = board
         self.root = root
         self.sink = sink
-        self.teamwork = Teamwork(ws, config, board, sink)
+        self.teamwork = teamwork or Teamwork(ws, config, board, sink)
         self.handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "list_tasks": self.list_tasks,
             "claim_task": self.claim_task,

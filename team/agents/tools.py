@@ -31,6 +31,7 @@ from team.llm.base import ToolSpec
 from team.mailbox import post
 from team.mailbox.base import Inboxes
 from team.tasks import Board
+from team.teamwork import Teamwork
 from team.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,7 @@ class Toolbox:
         stop: threading.Event | None = None,
         sandbox: Sandbox | None = None,
         inboxes: Inboxes | None = None,
+        teamwork: Teamwork | None = None,
     ) -> None:
         """Args:
         root: where this agent works (bash's folder, the file tools' root): the
@@ -155,6 +157,7 @@ class Toolbox:
         stop: when set, kills a running `bash` command (team shutdown).
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
         inboxes: where messages go (the running node's backend; default: team.toml's).
+        teamwork: who tells whom about board changes (default: one delivering at once).
         """
         self.ws = ws
         self.agent = agent
@@ -172,7 +175,9 @@ class Toolbox:
         self.sandbox = sandbox
         self.scope = self.sandbox.scope
         self.root = self.scope.root
-        self.tasks = TaskTools(ws, agent, config, board, root=self.root, sink=sink)
+        self.tasks = TaskTools(
+            ws, agent, config, board, root=self.root, sink=sink, teamwork=teamwork
+        )
         # a handler returns the text of a success, or a whole ToolResult when it decides
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,

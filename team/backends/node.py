@@ -16,12 +16,15 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from team.backends.base import RedisBackend
+from team.backends.outbox import Outbox
 from team.backends.redis_lease import LeaseHeld, Leases
 from team.backends.redis_link import RedisLink, RedisUnavailable
 from team.config import TeamConfig
 from team.errors import UserError
+from team.events import EventSink
 from team.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,9 @@ class Node:
         agents: the agents this node runs.
         root: this node's workspace folder (shown to other nodes).
         on_lost: called with an agent's name if another node took its lease.
+        spool: where the node's outbox keeps notices until Redis takes them
+            (`Workspace.outbox_dir`); None: no outbox.
+        sink: told of each notice delivered.
     """
 
     def __init__(
@@ -46,6 +52,8 @@ class Node:
         *,
         root: str = "",
         on_lost: Callable[[str], None] | None = None,
+        spool: Path | None = None,
+        sink: EventSink | None = None,
     ) -> None:
         self.backend = backend
         self.link = backend.link
@@ -55,6 +63,9 @@ class Node:
         )
         self.ttl_ms = self.leases.ttl_ms
         self._publisher = RedisLink(backend.spec, config.team.name)  # fails fast
+        self.outbox = (
+            Outbox(backend, spool, stop=self.link.stop, sink=sink) if spool is not None else None
+        )
 
     def claim(self) -> None:
         """Take every agent's lease, or none.
@@ -68,6 +79,8 @@ class Node:
         except LeaseHeld:
             self.leases.close()
             raise
+        if self.outbox is not None:
+            self.outbox.start()  # what an earlier run here could not deliver goes first
 
     def publish(self, status: dict) -> None:
         """Put this node's snapshot of each agent where every machine can read it."""
@@ -86,7 +99,10 @@ class Node:
             self._publisher.call(write)
 
     def close(self) -> None:
-        """Release the leases (the status snapshots expire with them)."""
+        """Deliver the notices still queued, release the leases (the status snapshots
+        expire with them)."""
+        if self.outbox is not None:
+            self.outbox.close()
         self.leases.close()
         self._publisher.close()
 

@@ -29,6 +29,38 @@ def check_sender(config: TeamConfig, sender: str) -> None:
         raise UserError(f"unknown sender {sender!r} (one of: {known})")
 
 
+def compose(
+    ws: Workspace,
+    config: TeamConfig,
+    to: str,
+    content: str,
+    *,
+    sender: str = "user",
+    type: str = "message",
+    task_id: int | None = None,
+) -> MailMessage:
+    """The message `send` would deliver, checked; nothing is delivered.
+
+    Raises:
+        UserError: unknown recipient (naming the team's agents), invalid sender name,
+            empty content, or an unknown message type.
+    """
+    ws.require_agent(config, to)
+    check_sender(config, sender)
+    if sender == to:
+        raise UserError(f"{to!r} cannot send a message to itself")
+    if not content.strip():
+        raise UserError("message is empty")
+    try:
+        return MailMessage.model_validate(
+            {"from": sender, "to": to, "content": content, "type": type, "task_id": task_id}
+        )
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"invalid message {field}: {err['msg']}") from None
+
+
 def send(
     ws: Workspace,
     config: TeamConfig,
@@ -48,30 +80,20 @@ def send(
             one team.toml or TEAM_BACKEND names, for this call.
 
     Raises:
-        UserError: unknown recipient (naming the team's agents), invalid sender name,
-            empty content, or an unknown message type.
+        UserError: what `compose` refuses.
     """
-    ws.require_agent(config, to)
-    check_sender(config, sender)
-    if sender == to:
-        raise UserError(f"{to!r} cannot send a message to itself")
-    if not content.strip():
-        raise UserError("message is empty")
-    try:
-        msg = MailMessage.model_validate(
-            {"from": sender, "to": to, "content": content, "type": type, "task_id": task_id}
-        )
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"invalid message {field}: {err['msg']}") from None
+    msg = compose(ws, config, to, content, sender=sender, type=type, task_id=task_id)
     with _using(ws, config, backend) as b:
-        b.mailbox(to).deliver(msg)
-    if sink is not None:
-        sink.emit(
-            DeliveryEvent(agent=to, sender=sender, msg_id=msg.id, kind="sent", msg_type=msg.type)
-        )
+        deliver(b, msg, sink)
     return msg
+
+
+def deliver(backend: Backend, msg: MailMessage, sink: EventSink | None = None) -> None:
+    """Put a composed message in its recipient's inbox, and say so to `sink`."""
+    backend.mailbox(msg.to).deliver(msg)
+    if sink is not None:
+        event = DeliveryEvent(msg.to, msg.sender, msg.id, "sent", msg_type=msg.type)
+        sink.emit(event)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,117 @@
+"""Task notices during a Redis outage (a real redis-server, stopped and restarted): the
+agent that sends them is not held up, and they arrive once Redis is back, in order,
+exactly once, even across a restart of the node."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer
+from teamrun import wait_for
+from tiers import Tier
+
+from team.backends.outbox import Outbox
+from team.backends.redis_inbox import RedisMailbox
+from team.teamwork import Teamwork
+
+pytestmark = pytest.mark.slow
+
+
+def stream(tier: Tier, agent: str) -> list[tuple[str, str, int | None]]:
+    """What reached `agent`'s inbox on Redis: (type, sender, task id), oldest first."""
+    backend = tier.open()
+    try:
+        box: RedisMailbox = backend.mailbox(agent)  # type: ignore[assignment]
+        return [(e.message.type, e.message.sender, e.message.task_id) for e in box.entries()]
+    finally:
+        backend.close()
+
+
+def in_thread(fn) -> threading.Thread:
+    t = threading.Thread(target=fn, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
+def test_notices_sent_while_redis_is_down_arrive_when_it_is_back(
+    tmp_path: Path, server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    tier = Tier(server.url, tmp_path / "ws")
+    stop = threading.Event()
+    backend = tier.open(wait=True, stop=stop)  # a node's: its link waits out outages
+    board = backend.board()
+    one = board.claim(board.create("Parse the logs", owner="bob").id, "bob")
+    two = board.create("Write the report", owner="bob")
+    outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
+    outbox.start()
+    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    try:
+        with caplog.at_level(logging.WARNING):
+            server.kill()  # kill -9: Redis is gone
+
+            def tell() -> None:  # what `update_task` does after changing the board
+                teamwork.cancelled(one.model_copy(update={"status": "cancelled"}), "alice",
+                                   "in_progress")  # fmt: skip
+                teamwork.reassigned(two.model_copy(update={"owner": "carol"}), "bob", "alice")
+
+            sender = in_thread(tell)
+            sender.join(timeout=20)
+            assert not sender.is_alive(), "the agent waited for Redis to send a notice"
+            assert outbox.pending() == 3  # bob twice, carol once, all on local disk
+            wait_for(lambda: backend.link.down, timeout=20, what="the outbox to meet the outage")
+            server.start(keep_port=True)
+            wait_for(lambda: outbox.pending() == 0, timeout=30, what="the notices to go out")
+        assert stream(tier, "bob") == [("revoked", "alice", 1), ("revoked", "alice", 2)]
+        assert stream(tier, "carol") == [("task", "alice", 2)]
+        said = [r.getMessage() for r in caplog.records]
+        assert sum("is unreachable" in s for s in said) == 1, said
+        assert sum("is back after" in s for s in said) == 1, said
+        assert not any("could not tell" in s for s in said), said
+    finally:
+        stop.set()
+        outbox.close(timeout=5)
+        backend.close()
+
+
+def test_notices_left_when_the_node_stops_go_out_when_it_starts_again(
+    tmp_path: Path, server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    tier = Tier(server.url, tmp_path / "ws")
+    stop = threading.Event()
+    backend = tier.open(wait=True, stop=stop)
+    board = backend.board()
+    task = board.create("Parse the logs", owner="bob")
+    outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
+    outbox.start()
+    server.kill()
+    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    teamwork.reassigned(task.model_copy(update={"owner": "carol"}), "bob", "alice")
+    with caplog.at_level(logging.WARNING):
+        assert outbox.close(timeout=1) == 2  # the node stops while Redis is still away
+    [line] = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
+    assert "2 notices" in line and str(tier.ws.outbox_dir) in line
+    backend.close()
+
+    server.start(keep_port=True)
+    stop = threading.Event()  # the next `team up` in this folder
+    backend = tier.open(wait=True, stop=stop)
+    again = Outbox(backend, tier.ws.outbox_dir, stop=stop)
+    again.start()
+    try:
+        wait_for(lambda: again.pending() == 0, timeout=30, what="the spooled notices")
+        assert again.close(timeout=5) == 0
+    finally:
+        stop.set()
+        backend.close()
+    assert stream(tier, "bob") == [("revoked", "alice", 1)]
+    assert stream(tier, "carol") == [("task", "alice", 1)]
