@@ -5,7 +5,9 @@ the old record or the new one, never half of one. Writers that read-modify-write
 allocation, claims, completion) hold `fcntl.flock` on `.team/tasks/.lock`, which works
 across threads and processes alike: Linux ties a flock to the open file description,
 and every acquisition opens the lock file afresh. What each operation does to the
-records is decided by `team.tasks.rules`, shared with every other backend.
+records is decided by `team.tasks.rules`, shared with every other backend. Reads go
+through a `BoardView` (team.tasks.view): the records in memory, brought up to date from
+the journal every writer appends to, so a read does not reread every file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import re
 import threading
 import time
 import uuid
@@ -25,10 +26,10 @@ from pydantic import ValidationError
 
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
+from team.tasks.view import TASK_FILE, BoardView, note_written
 
 log = logging.getLogger(__name__)
 
-_TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
 LOCK_TIMEOUT = 30.0
 
 
@@ -40,11 +41,10 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         self._warned: set[tuple[str, int]] = set()
         self._warned_lock = threading.Lock()
-        # Idle agents poll the board several times a second; re-parsing every file each
-        # time made polling cost grow with agents x tasks. Files are only ever replaced by
-        # rename, so (inode, mtime, size) identifies one version of a task exactly.
+        # A full rescan (team.tasks.view) parses only the files that changed: files are
+        # only ever replaced by rename, so (inode, mtime, size) identifies one version.
         self._parsed: dict[str, tuple[tuple[int, int, int], Task]] = {}
-        self._hint: tuple[tuple[int, int], float, bool] | None = None
+        self._view = BoardView(self.root, self._read_or_warn)
 
     # -- reading (no lock) ---------------------------------------------------------
 
@@ -57,23 +57,26 @@ class TaskBoard:
         task = self._read(task_id)
         if not task.blocked_by:
             return task
-        return rules.derive(task, self._records())
+        return self._view.read(lambda records, _: rules.derive(task, records))
 
     def list(self) -> list[Task]:
         """Every readable task, by id (numerically: #10 comes after #2)."""
-        return rules.derive_all(self._records())
+        return self._view.read(lambda records, _: rules.derive_all(records))
+
+    # The questions below depend only on unfinished tasks and their blockers (`hot`), so
+    # their cost stays flat however many tasks the team has finished.
 
     def open_for(self, agent: str) -> list[Task]:
         """Tasks owned by `agent` that are not finished (assigned, blocked, in progress)."""
-        return rules.open_for(self._records(), agent)
+        return self._view.read(lambda _, hot: rules.open_for(hot, agent))
 
     def unclaimed(self) -> list[Task]:
         """Claimable tasks: pending, owned by nobody, blockers completed; oldest first."""
-        return rules.claimable(self._records())
+        return self._view.read(lambda _, hot: rules.claimable(hot))
 
     def all_done(self) -> bool:
         """True when nothing can still run (an empty board is done)."""
-        return rules.all_done(self._records())
+        return self._view.read(lambda _, hot: rules.all_done(hot))
 
     # -- writing (under the board lock) --------------------------------------------
 
@@ -122,7 +125,7 @@ class TaskBoard:
 
     def claim_next(self, agent: str) -> Task | None:
         """Atomically claim the oldest claimable task for `agent`; None if there is none."""
-        if not self._maybe_unclaimed():  # the common case when idle: no lock, no reads
+        if not self.unclaimed():  # the common case when idle: no lock, no file read
             return None
         with self._locked():
             tasks = self._records()
@@ -180,6 +183,7 @@ class TaskBoard:
         with self._locked():
             self._path(task_id).unlink(missing_ok=True)
             _fsync_dir(self.root)
+            note_written(self.root, [task_id])
 
     def _apply(self, change: Callable[[rules.Tasks, float], Task]) -> Task:
         """Run one rule on the current records under the lock; store what it returns."""
@@ -201,12 +205,7 @@ class TaskBoard:
 
     def _records(self) -> dict[int, Task]:
         """The stored records (status never `blocked`), unreadable files skipped."""
-        out = {}
-        for task_id, path in self._files():
-            task = self._read_or_warn(task_id, path)
-            if task is not None:
-                out[task_id] = task
-        return out
+        return self._view.snapshot()[0]
 
     def _path(self, task_id: int) -> Path:
         return self.root / f"{int(task_id)}.json"
@@ -218,31 +217,11 @@ class TaskBoard:
             return []
         found = []
         for name in names:
-            m = _TASK_FILE.match(name)
+            m = TASK_FILE.match(name)
             if m:
                 found.append((int(m.group(1)), self.root / name))
         found.sort()
         return found
-
-    def _maybe_unclaimed(self) -> bool:
-        """A cheap hint for idle agents: could there be an unclaimed task?
-
-        The answer is cached while the folder's mtime stays the same, for at most
-        `HINT_MAX_AGE_S` (two renames in one timestamp tick leave the mtime unchanged).
-        A stale "no" only delays a claim; a "yes" is always checked under the lock.
-        """
-        try:
-            st = os.stat(self.root)
-        except FileNotFoundError:
-            return False
-        now = time.monotonic()
-        key = (st.st_ino, st.st_mtime_ns)
-        hint = self._hint
-        if hint is not None and hint[0] == key and now - hint[1] < HINT_MAX_AGE_S:
-            return hint[2]
-        answer = bool(rules.claimable(self._records()))
-        self._hint = (key, now, answer)
-        return answer
 
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:
@@ -250,7 +229,7 @@ class TaskBoard:
             version = (st.st_ino, st.st_mtime_ns, st.st_size)
             hit = self._parsed.get(str(path))
             if hit is not None and hit[0] == version:
-                return hit[1].model_copy()
+                return hit[1]  # shared: tasks are never changed in place (rules copy them)
             data = path.read_bytes()
             task = Task.model_validate_json(data)
         except FileNotFoundError:
@@ -261,7 +240,7 @@ class TaskBoard:
         if task.id != task_id:
             self._warn_once(path, f"skipping task file {path}: it says id {task.id}")
             return None
-        self._parsed[str(path)] = (version, task.model_copy())
+        self._parsed[str(path)] = (version, task)
         return task
 
     def _warn_once(self, path: Path, message: str) -> None:
@@ -292,6 +271,7 @@ class TaskBoard:
                 tmp.unlink()
             raise
         _fsync_dir(self.root)
+        note_written(self.root, [task.id])  # after the file: see team.tasks.view
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -332,7 +312,6 @@ class TaskBoard:
             os.close(fd)  # closing the descriptor releases the flock
 
 
-HINT_MAX_AGE_S = 0.5
 _GUARDS: dict[str, threading.Lock] = {}
 _GUARDS_LOCK = threading.Lock()
 
