@@ -165,22 +165,36 @@ def test_kill_9_in_the_middle_then_resume(tmp_path):
             r["t"] == "compaction" for r in new[len(old) :]
         ):
             # it continued its conversation: the first request after the restart carries
-            # what it said before the kill
-            said = [r["message"] for r in old if r["t"] == "assistant"][-1]
+            # the context the log held at the kill, which is the segment after its last
+            # compaction (the log may end in one: then that context is the compaction's
+            # first message, and what it said before is in the transcript)
+            cut = max((i for i, r in enumerate(old) if r["t"] == "compaction"), default=-1)
+            segment = old[cut + 1 :]
             mine = [
                 q
                 for q in after_requests
                 if f"You are '{name}'" in json.dumps(q.get("system")) and q.get("tools")
             ]
             assert mine, f"{name} made no call after the restart"
-            assert any(m["role"] == "assistant" and _same(m, said) for m in mine[0]["messages"])
+            sent = mine[0]["messages"]
+            said = [r["message"] for r in segment if r["t"] == "assistant"]
+            if said:
+                assert any(m["role"] == "assistant" and _same(m, said[-1]) for m in sent)
+            else:
+                first = old[cut]["first"]
+                assert sent[0]["role"] == first["role"] == "user"
+                assert _blocks(sent[0])[: len(_blocks(first))] == _blocks(first)
+
+
+def _blocks(msg: dict) -> list[dict]:
+    content = msg["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return [{k: v for k, v in b.items() if k not in ("cache_control", "name")} for b in content]
 
 
 def _same(api_msg: dict, stored: dict) -> bool:
-    def strip(blocks):
-        return [{k: v for k, v in b.items() if k not in ("cache_control", "name")} for b in blocks]
-
-    return strip(api_msg["content"]) == strip(stored["content"])
+    return _blocks(api_msg) == _blocks(stored)
 
 
 def test_no_api_key_points_at_the_sim(tmp_path):
