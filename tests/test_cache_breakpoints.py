@@ -41,8 +41,23 @@ def rounds(n: int, size: int = 1200) -> list[list[Message]]:
     return out
 
 
+class Pause:
+    """The compactor's clock: the agent pauses past the 5-minute TTL before call `at`.
+
+    The cost policy buys warm clears only with what clears already saved; a clear on
+    a cold cache is free, so after the pause it has savings to spend.
+    """
+
+    def __init__(self, at: int = 6) -> None:
+        self.at, self.calls = at, 0
+
+    def __call__(self) -> float:
+        return 1000.0 + (400.0 if self.calls >= self.at else 0.0)
+
+
 def drive(model, config: CompactionConfig, n: int, tmp_path, out: dict | None = None):
     """Send the sequence through `model` as the agent loop would; (request, usage) each."""
+    clock = Pause()
     compactor = Compactor(
         agent="alice",
         config=config,
@@ -50,10 +65,12 @@ def drive(model, config: CompactionConfig, n: int, tmp_path, out: dict | None = 
         transcripts=TranscriptStore(tmp_path / "transcripts"),
         sink=MemorySink(),
         overhead_chars=len(SYSTEM),
+        clock=clock,
     )
     history = History(messages=[Message.user("Please work on task #1.")])
     sent = []
-    for call, result in rounds(n):
+    for k, (call, result) in enumerate(rounds(n)):
+        clock.calls = k
         view, breakpoints = compactor.prepare(history)
         request = ModelRequest(
             system=SYSTEM, messages=view, tools=TOOLS, cache_breakpoints=breakpoints, agent="a"

@@ -120,20 +120,35 @@ def test_cost_policy_is_the_default_and_waits_while_a_clear_would_not_pay():
     assert out.view == msgs
 
 
-def test_cost_policy_clears_in_one_batch_once_the_wasted_reads_pay_for_the_rewrite():
+def test_cost_policy_never_buys_a_warm_clear_with_savings_it_has_not_made():
+    # Every batch here would pay over the calls left, but the session may end on the
+    # next call: with nothing saved yet a rewrite could only make the run dearer.
     mc = MicroCompactor(CompactionConfig())
     msgs = conversation(4)
-    clears = []
     for i in range(4, 40):
         msgs += tool_round(i)
+        assert mc.view(msgs, cost_call(msgs)).newly_cleared == 0
+    assert mc.banked == 0
+
+
+def test_cost_policy_clears_in_batches_paid_for_by_what_earlier_clears_saved():
+    mc = MicroCompactor(CompactionConfig())
+    msgs = conversation(5)
+    assert mc.view(msgs, cost_call(msgs, cold=True)).newly_cleared == 2  # free: cold cache
+    clears = []
+    for i in range(5, 60):
+        msgs += tool_round(i)
+        banked = mc.banked
         out = mc.view(msgs, cost_call(msgs))
         if out.newly_cleared:
             clears.append(out)
             extra = (1.25 - 0.1) * out.rewrite_tokens
-            assert out.rewrite_tokens > 0 and 0.1 * out.tokens_cleared * 10 >= extra * 0.5
+            assert 0 < extra <= banked  # bought with savings already made
+            assert 0.1 * out.tokens_cleared * 10 >= extra * 0.5  # and it pays again
+        assert mc.banked >= 0
     assert clears, "never cleared"
     assert all(c.newly_cleared >= 3 for c in clears)  # batches, not one result a call
-    assert len(clears) < 36 // 3
+    assert len(clears) < 55 // 3
 
 
 def test_cost_policy_clears_everything_for_free_when_the_cache_is_cold():
@@ -143,15 +158,20 @@ def test_cost_policy_clears_everything_for_free_when_the_cache_is_cold():
     assert out.newly_cleared == 2 and out.rewrite_tokens == 0
 
 
-def test_cost_policy_clears_before_the_context_crosses_the_auto_threshold():
-    mc = MicroCompactor(CompactionConfig())
+def test_cost_policy_clears_before_the_context_crosses_the_auto_threshold_if_it_can_pay():
     msgs = conversation(5)
+    mc = MicroCompactor(CompactionConfig())
+    mc.banked = 1_000.0  # what earlier clears saved
     assert mc.view(msgs, cost_call(msgs, ctx=45_000, auto_at=50_000)).newly_cleared == 0
     assert mc.view(msgs, cost_call(msgs, ctx=49_900, auto_at=50_000)).newly_cleared == 2
+    # with nothing saved, the summary (which reads the cached prefix) is left to run
+    poor = MicroCompactor(CompactionConfig())
+    assert poor.view(msgs, cost_call(msgs, ctx=49_900, auto_at=50_000)).newly_cleared == 0
 
 
 def test_cost_policy_does_not_clear_when_the_segment_is_about_to_end():
     mc = MicroCompactor(CompactionConfig())
+    mc.banked = 1e9  # it could pay: the calls left are what decide
     msgs = conversation(4)
     for i in range(4, 20):
         msgs += tool_round(i)

@@ -27,6 +27,7 @@ from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock
 from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
 from team.llm.base import CachePoint, Model, ModelRequest, ToolSpec, Usage
+from team.llm.prices import READ, billed_input, write_multiplier
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,10 @@ class Compactor:
         self._segment_calls = 0
         self._growth = 0.0  # smoothed context growth per call in this segment
         self._last_context: int | None = None
+        # tokens auto compactions took out of the context since the last manual one:
+        # what not compacting would read on every call (see `MicroCompactor.banked`)
+        self._auto_removed = 0
+        self._summary_cost = 0.0  # billed input of the summary calls of this compaction
         self.summariser = Summariser(
             model,
             agent=agent,
@@ -120,6 +125,7 @@ class Compactor:
             cold=self.planner.cold(),
             tokens=self.meter.tokens,
         )
+        self.micro.banked += READ * self._auto_removed
         out = self.micro.view(history.messages, call)
         breakpoints = self.planner.plan(
             out.view, self.micro.next_clear(history.messages), out.oldest_cleared
@@ -203,6 +209,7 @@ class Compactor:
         """
         start = time.monotonic()
         tokens_before = self.estimate(history)
+        self._summary_cost = 0.0
         try:
             summary = self._summary(history, identity, focus, prefix)
         except SummaryFailed as e:
@@ -227,6 +234,7 @@ class Compactor:
             messages_before=len(history.messages),
             summary_chars=len(summary),
         )
+        self._bank(layer, tokens_before, tokens_after)
         self.new_segment()
         self.gate.failures = 0
         if tokens_after > self.config.threshold:
@@ -242,6 +250,23 @@ class Compactor:
             self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
         self._succeeded(rec, history, time.monotonic() - start)
         return rec
+
+    def _bank(self, layer: str, tokens_before: int, tokens_after: int) -> None:
+        """Account a compaction in what this agent has saved over never compacting.
+
+        Not compacting would go on reading what an auto compaction removed (the
+        results micro replaced too), and would not have paid for the summary or for
+        writing the new context. A manual compaction happens with or without the other
+        layers, so from there both start afresh.
+        """
+        if layer != "auto":
+            self._auto_removed = 0
+            return
+        removed = max(0, tokens_before - tokens_after) + self.micro.cleared_tokens
+        self._auto_removed += removed
+        self.micro.banked -= (
+            self._summary_cost + write_multiplier(self.config.cache_ttl) * tokens_after
+        )
 
     def _summary(
         self,
@@ -370,6 +395,8 @@ class Compactor:
 
     def _record_summary_call(self, response, duration: float, error: str | None) -> None:
         u = response.usage if response is not None else None
+        if u is not None:
+            self._summary_cost += billed_input(u, ttl=self.config.cache_ttl)
         self.sink.emit(
             ModelCallEvent(
                 agent=self.agent,

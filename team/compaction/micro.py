@@ -11,12 +11,18 @@ Which results are replaced follows the rules (`keep_recent`, `preserve_tools`,
 - `cost` (the default): a clear is a purchase. It changes the prompt from the oldest
   cleared result on, so the provider's cache is written again from there to the end,
   once, at the write price instead of the read price. It saves the read price of the
-  cleared tokens on every later call. So results are cleared in batches: when the reads
-  wasted on clearable results since the last clear have reached the rewrite's extra cost
-  (the rent-or-buy balance, which makes the batches as large as they pay) and the calls
-  left in the segment will save more than the rewrite costs; at once when the cache has
-  expired anyway (nothing to rewrite); and whatever is clearable when the context would
-  otherwise cross the auto threshold on the next call (a clear is cheaper than a summary).
+  cleared tokens on every later call. Nobody knows when a session ends, and one that
+  ends just after a clear has paid for a rewrite it never got back: so a warm clear is
+  bought only with savings already made (`banked`: what earlier clears and auto
+  compactions saved over never compacting, net of what they cost), and then in batches:
+  when the reads wasted on clearable results since the last clear have reached the
+  rewrite's extra cost (the rent-or-buy balance, which makes the batches as large as
+  they pay) and the calls left in the segment will save more than the rewrite costs.
+  At once, and free, when the cache has expired anyway (nothing to rewrite); and, when
+  the bank can pay, whatever is clearable when the context would otherwise cross the
+  auto threshold on the next call (else the summary, which reads the cached prefix, is
+  the cheaper way to shrink). So at any point the agent has paid no more than it would
+  have with micro and auto off, except for the summary a compaction has just bought.
 """
 
 from __future__ import annotations
@@ -87,11 +93,21 @@ class MicroCompactor:
         self.config = config
         self._cleared: set[str] = set()
         self._wasted = 0.0  # base-price tokens read for clearable results since a clear
+        self._cleared_tokens = 0  # tokens of the results the view replaces
+        # base-price tokens this agent's clears have saved so far over never clearing,
+        # net of the rewrites they caused; kept across segments (it is the agent's run)
+        self.banked = 0.0
 
     def reset(self) -> None:
         """A new segment starts: nothing in it has been replaced yet."""
         self._cleared = set()
         self._wasted = 0.0
+        self._cleared_tokens = 0
+
+    @property
+    def cleared_tokens(self) -> int:
+        """Tokens of the results the view replaces in this segment."""
+        return self._cleared_tokens
 
     @property
     def cleared(self) -> frozenset[str]:
@@ -167,9 +183,13 @@ class MicroCompactor:
         if new and self._decide(new_tokens, rewrite, call):
             self._cleared.update(b.tool_use_id for _, b in new)
             self._wasted = 0.0
+            self._cleared_tokens += new_tokens
+            if call is not None:
+                self.banked += READ * self._cleared_tokens - self._extra(rewrite)
             return MicroOutcome(self._apply(messages), len(new), new_tokens, rewrite, new[0][0])
         if call is not None:
             self._wasted += READ * new_tokens  # this call reads them: what not clearing cost
+            self.banked += READ * self._cleared_tokens  # ... and not those it replaces
         if not self._cleared:
             return MicroOutcome(list(messages), 0, 0)
         return MicroOutcome(self._apply(messages), 0, 0)
@@ -202,12 +222,21 @@ class MicroCompactor:
             return cfg.micro_policy == "eager" or cfg.clear_at_least > 0
         if call.cold or rewrite == 0:
             return True  # nothing cached to lose: clearing is free
+        extra = self._extra(rewrite)
+        # The run may end on the next call (nobody knows when a session ends): a clear
+        # is only bought with savings already made, so that even then this agent has not
+        # paid more than never compacting would have cost.
+        if self.banked < extra:
+            return False
         if call.auto_at is not None and call.context_tokens + call.growth > call.auto_at:
             return True  # shrink now, or the next call pays for a summary
-        extra = (write_multiplier(cfg.cache_ttl) - READ) * rewrite
         saving_per_call = READ * new_tokens
         pays = saving_per_call * self._calls_left(call, new_tokens) >= extra
         return pays and self._wasted >= WASTE_SHARE * extra
+
+    def _extra(self, rewrite: int) -> float:
+        """What rewriting `rewrite` cached tokens costs over reading them."""
+        return (write_multiplier(self.config.cache_ttl) - READ) * rewrite
 
     @staticmethod
     def _calls_left(call: CallCost, cleared: int) -> float:

@@ -284,10 +284,11 @@ class CalibratedReplay:
     ) -> Usage:
         cpt = cal.chars_per_token
         # The recorded agent's fixed prefix stands in for our system prompt and tools; a
-        # summary request has its own (short) system prompt and no tools.
+        # summary request has its own (short) system prompt and no tools, unless it is
+        # one on the agent's cached prefix (its tools, its system prompt, its view).
         prefix = (
             Piece("prefix", cal.prefix_tokens)
-            if request.purpose == "agent"
+            if request.purpose == "agent" or request.tools
             else Piece(request.system, round(len(request.system) / cpt))
         )
         pieces = [prefix]
