@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 from conftest import run_team
 from redis_server import free_port
 
+from team.backends.redis_inbox import RedisMailbox
+from team.backends.redis_link import RedisLink
 from team.config import render_config
 
 
@@ -90,3 +98,49 @@ def test_stats_merges_the_event_databases_of_several_nodes(tmp_path: Path) -> No
     assert got["team"]["agent_calls"] == 5 and got["team"]["input_tokens"] == 500
     missing = team(a, "stats", "--db", str(tmp_path / "nowhere.db"))
     assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+
+def test_inbox_follow_on_redis_prints_each_message_once(tmp_path: Path, redis_url: str) -> None:
+    """`team inbox --follow` on one machine; mail sent from another; the agent taking
+    (and acking, which trims) meanwhile: each message printed once, Ctrl-C exits 0."""
+    a, b = node(tmp_path / "a", redis_url), node(tmp_path / "b", redis_url)
+    assert team(a, "send", "alice", "already here").returncode == 0
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "team", "inbox", "alice", "--follow", "--json", "--dir", str(b)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(ln) for ln in follower.stdout])
+    reader.start()
+
+    def next_message() -> dict:
+        try:
+            return json.loads(lines.get(timeout=30))
+        except queue.Empty:
+            raise AssertionError("the follower printed nothing in 30s") from None
+
+    agent = RedisMailbox(RedisLink(redis_url, "crew"), "alice", "n1")
+    try:
+        assert next_message()["content"] == "already here"  # it is up and watching
+        agent.done_many(agent.receive())  # the agent takes it: not printed again
+        for text in ("hello from a", "and another"):
+            assert team(a, "send", "alice", text, "--from", "bob").returncode == 0
+            got = next_message()
+            assert (got["content"], got["from"]) == (text, "bob")
+            agent.done_many(agent.receive())
+        assert team(a, "send", "alice", "last one").returncode == 0
+        assert next_message()["content"] == "last one"
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(timeout=15) == 0
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+        reader.join(timeout=15)
+    assert lines.empty(), "a message was printed twice"
+    err = follower.stderr.read()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err

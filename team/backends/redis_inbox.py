@@ -14,8 +14,10 @@ list); the caller records the message in its session log; `done` is `XACK`. A cr
 before `XACK` leaves the entry pending: the next `receive` of a new process first takes
 over every pending entry of the group (`XAUTOCLAIM`, safe because the agent's lease
 means only one process reads the group) and re-reads them (`XREADGROUP 0`), and the
-session log's id check makes the effect exactly once. The stream keeps processed
-entries, as `cur/` keeps processed files, so `team inbox --all` can show them.
+session log's id check makes the effect exactly once. Each `XACK` also trims what
+the group has acknowledged, keeping the newest entries (`team.backends.redis_trim`), so
+`team inbox --all` still shows recent processed mail and the stream does not grow
+without end.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import redis
 from pydantic import ValidationError
 
 from team.backends.redis_link import DOWN, RedisLink
+from team.backends.redis_trim import KEEP, Trimmer
 from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
 
@@ -71,15 +74,19 @@ class RedisMailbox:
         link: the team's Redis.
         agent: whose inbox.
         node: this node's name; the consumer is `<agent>@<node>`.
+        keep: entries the stream keeps at least when acks trim it.
     """
 
-    def __init__(self, link: RedisLink, agent: str, node: str = "local") -> None:
+    def __init__(
+        self, link: RedisLink, agent: str, node: str = "local", *, keep: int = KEEP
+    ) -> None:
         self.link = link
         self.agent = agent
         self.key = link.key("inbox", agent)
         self.bad_key = link.key("inbox", agent, "bad")
         self.group = agent
         self.consumer = f"{agent}@{node}"
+        self._trimmer = Trimmer(link.client, self.key, self.group, keep)
         self._held: dict[str, StreamClaim] = {}
         self._unsynced: list[StreamClaim] = []
         self._lock = threading.Lock()
@@ -183,7 +190,7 @@ class RedisMailbox:
         ids = [c.entry_id for c in claims]
         if not ids:
             return
-        self.link.call(lambda r: r.xack(self.key, self.group, *ids))
+        self.link.call(lambda r: self._trimmer.ack(r, ids))
         with self._lock:
             for i in ids:
                 self._held.pop(i, None)
