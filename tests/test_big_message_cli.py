@@ -1,0 +1,65 @@
+"""A 10 MB single-token message does not stall the team (issue 12, point 1): the others
+keep taking mail, and Ctrl-C still stops `team up`. The CLI in subprocesses, real files.
+Figures (how soon, in seconds) are measured by hand, not asserted: see docs/design.md."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+from conftest import run_team
+from teamrun import make_workspace, session_records, wait_for
+
+from team.agents.lock import TeamLock
+
+SIZE = 10 << 20
+
+
+def took_in(ws, agent: str, text: str) -> bool:
+    return any(
+        text in json.dumps(rec.get("blocks", ""))
+        for rec in session_records(ws, agent)
+        if rec["t"] == "user"
+    )
+
+
+def test_a_10mb_single_token_message_leaves_the_team_responsive(tmp_path):
+    ws = make_workspace(tmp_path / "ws", "sim")
+    big = tmp_path / "big.txt"
+    big.write_text("x" * SIZE)  # one token: no space, no newline, nothing to split on
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: ws.status_path.exists(), what="the team to be up")
+        r = run_team("send", "alice", "--file", str(big), "--dir", str(ws.root))
+        assert r.returncode == 0, r.stderr
+        for name in ("bob", "carol"):
+            r = run_team("send", name, f"ping {name}", "--dir", str(ws.root))
+            assert r.returncode == 0, r.stderr
+        for name in ("bob", "carol"):
+            wait_for(lambda n=name: took_in(ws, n, f"ping {n}"), 120, f"{name} to take mail")
+        wait_for(lambda: took_in(ws, "alice", "x" * 1000), 120, "alice to take the big one")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert not TeamLock(ws.lock_path).is_held()
+    assert "Traceback" not in err
+    # the whole text is kept in the session log, however little of it the model saw
+    stored = [
+        b["text"]
+        for rec in session_records(ws, "alice")
+        if rec["t"] == "user"
+        for b in rec["blocks"]
+        if b.get("type") == "text" and "x" * 1000 in b["text"]
+    ]
+    assert stored and max(s.count("x") for s in stored) >= SIZE
