@@ -19,13 +19,14 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
+from team.tasks.operations import Change, RuleBoard, apply_rule
 from team.tasks.view import TASK_FILE, BoardView, note_written
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 LOCK_TIMEOUT = 30.0
 
 
-class TaskBoard:
+class TaskBoard(RuleBoard):
     """The tasks in one folder (a `Board`). Safe to share between threads and processes."""
 
     def __init__(self, root: Path, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -112,70 +113,6 @@ class TaskBoard:
             self._write(task)
             return rules.derive(task, tasks)
 
-    def claim(self, task_id: int, agent: str) -> Task:
-        """Take a task: pending, unblocked and unowned (or assigned to `agent`) -> in progress.
-
-        Claiming a task the agent already has in progress returns it unchanged, so a
-        claim repeated after a crash is harmless.
-
-        Raises:
-            TaskError: unknown id, blocked, owned by another agent, or finished.
-        """
-        return self._apply(lambda t, now: rules.claim(t, task_id, agent, now))
-
-    def claim_next(self, agent: str) -> Task | None:
-        """Atomically claim the oldest claimable task for `agent`; None if there is none."""
-        if not self.unclaimed():  # the common case when idle: no lock, no file read
-            return None
-        with self._locked():
-            tasks = self._records()
-            open_tasks = rules.claimable(tasks)
-            if not open_tasks:
-                return None
-            task = rules.claim(tasks, open_tasks[0].id, agent, time.time())
-            self._write(task)
-            return task
-
-    def complete(self, task_id: int, agent: str, result: str | None = None) -> Task:
-        """Mark a task completed. Only its owner may; repeating it is harmless.
-
-        Raises:
-            TaskError: unknown id, not owned by `agent`, blocked, or finished otherwise.
-        """
-        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "completed", result, now))
-
-    def fail(self, task_id: int, agent: str, result: str | None = None) -> Task:
-        """The owner gives up on a task; `result` says why. Tasks behind it stay blocked."""
-        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "failed", result, now))
-
-    def release(self, task_id: int, agent: str) -> Task:
-        """The owner stops working on a task without finishing it (pending again)."""
-        return self._apply(lambda t, now: rules.release(t, task_id, agent, now))
-
-    def cancel(self, task_id: int) -> Task:
-        """Nobody is to work on it any more (the user's call)."""
-        return self._apply(lambda t, now: rules.cancel(t, task_id, now))
-
-    def reassign(self, task_id: int, owner: str | None) -> Task:
-        """Give an unfinished task to `owner` (None: open); it starts over as pending."""
-        return self._apply(lambda t, now: rules.reassign(t, task_id, owner, now))
-
-    def reopen(self, task_id: int) -> Task:
-        """A completed, failed or cancelled task becomes pending again, result cleared."""
-        return self._apply(lambda t, now: rules.reopen(t, task_id, now))
-
-    def set_blocked_by(self, task_id: int, blocked_by: Sequence[int]) -> Task:
-        """Replace what a task waits on. Unknown ids and cycles are refused."""
-        return self._apply(lambda t, now: rules.set_blocked_by(t, task_id, blocked_by, now))
-
-    def submit_plan(self, task_id: int, agent: str, plan: str) -> Task:
-        """The owner's plan for its in-progress task, waiting for review."""
-        return self._apply(lambda t, now: rules.submit_plan(t, task_id, agent, plan, now))
-
-    def review_plan(self, task_id: int, approve: bool, feedback: str | None = None) -> Task:
-        """Approve or (with a reason) reject the plan waiting on a task."""
-        return self._apply(lambda t, now: rules.review_plan(t, task_id, approve, feedback, now))
-
     # -- internals -----------------------------------------------------------------
 
     def discard(self, task_id: int) -> None:
@@ -185,14 +122,10 @@ class TaskBoard:
             _fsync_dir(self.root)
             note_written(self.root, [task_id])
 
-    def _apply(self, change: Callable[[rules.Tasks, float], Task]) -> Task:
+    def _apply(self, change: Change) -> Task | None:
         """Run one rule on the current records under the lock; store what it returns."""
         with self._locked():
-            tasks = self._records()
-            task = change(tasks, time.time())
-            if task != tasks.get(task.id):
-                self._write(task)
-            return rules.derive(task, {**tasks, task.id: task})
+            return apply_rule(self._records(), change, time.time(), self._write)
 
     def _read(self, task_id: int) -> Task:
         path = self._path(task_id)

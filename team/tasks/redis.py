@@ -29,13 +29,14 @@ from pydantic import ValidationError
 from team.backends.redis_link import RedisLink
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
+from team.tasks.operations import Change, RuleBoard, apply_rule
 
 log = logging.getLogger(__name__)
 
 MADE_TTL_S = 86_400
 
 
-class RedisBoard:
+class RedisBoard(RuleBoard):
     """The team's tasks on Redis. Safe to share between threads, processes and nodes."""
 
     def __init__(self, link: RedisLink) -> None:
@@ -142,48 +143,6 @@ class RedisBoard:
 
         return self._transact(attempt)
 
-    def claim(self, task_id: int, agent: str) -> Task:
-        return self._apply(lambda t, now: rules.claim(t, task_id, agent, now))
-
-    def claim_next(self, agent: str) -> Task | None:
-        if not rules.claimable(self._records()):  # idle agents: one GET, no transaction
-            return None
-
-        def change(tasks: rules.Tasks, now: float) -> Task | None:
-            open_tasks = rules.claimable(tasks)
-            if not open_tasks:
-                return None
-            return rules.claim(tasks, open_tasks[0].id, agent, now)
-
-        return self._apply(change)
-
-    def complete(self, task_id: int, agent: str, result: str | None = None) -> Task:
-        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "completed", result, now))
-
-    def fail(self, task_id: int, agent: str, result: str | None = None) -> Task:
-        return self._apply(lambda t, now: rules.finish(t, task_id, agent, "failed", result, now))
-
-    def release(self, task_id: int, agent: str) -> Task:
-        return self._apply(lambda t, now: rules.release(t, task_id, agent, now))
-
-    def cancel(self, task_id: int) -> Task:
-        return self._apply(lambda t, now: rules.cancel(t, task_id, now))
-
-    def reassign(self, task_id: int, owner: str | None) -> Task:
-        return self._apply(lambda t, now: rules.reassign(t, task_id, owner, now))
-
-    def reopen(self, task_id: int) -> Task:
-        return self._apply(lambda t, now: rules.reopen(t, task_id, now))
-
-    def set_blocked_by(self, task_id: int, blocked_by: Sequence[int]) -> Task:
-        return self._apply(lambda t, now: rules.set_blocked_by(t, task_id, blocked_by, now))
-
-    def submit_plan(self, task_id: int, agent: str, plan: str) -> Task:
-        return self._apply(lambda t, now: rules.submit_plan(t, task_id, agent, plan, now))
-
-    def review_plan(self, task_id: int, approve: bool, feedback: str | None = None) -> Task:
-        return self._apply(lambda t, now: rules.review_plan(t, task_id, approve, feedback, now))
-
     def discard(self, task_id: int) -> None:
         """Remove a task that was never announced (its delivery failed)."""
 
@@ -197,21 +156,19 @@ class RedisBoard:
 
     # -- internals -----------------------------------------------------------------
 
-    def _apply(self, change: Callable[[rules.Tasks, float], Task | None]):
+    def _apply(self, change: Change) -> Task | None:
         """Run one rule on the current records and store what it returns, atomically."""
 
         def attempt(pipe: redis.client.Pipeline) -> Task | None:
             pipe.watch(self.key)
-            tasks = self._parse(pipe.hgetall(self.key))
-            task = change(tasks, time.time())
-            if task is None:
-                return None
-            if task != tasks.get(task.id):
+
+            def store(task: Task) -> None:
                 pipe.multi()
                 pipe.hset(self.key, str(task.id), task.model_dump_json())
                 pipe.incr(self.version_key)
-                pipe.execute()
-            return rules.derive(task, {**tasks, task.id: task})
+                pipe.execute()  # WatchError if another writer got in: decided again
+
+            return apply_rule(self._parse(pipe.hgetall(self.key)), change, time.time(), store)
 
         return self._transact(attempt)
 
