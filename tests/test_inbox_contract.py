@@ -21,6 +21,7 @@ from tiers import Tier
 
 from team.agents.session import read_records
 from team.compaction.records import UserTurn
+from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import wait_for_mail
 
@@ -161,6 +162,8 @@ def test_many_writer_processes_and_threads_one_reader_in_order(tier: Tier, tmp_p
         n = per_proc if sender.startswith("p") else per_thread
         assert seqs == list(range(n)), f"{sender} out of order or incomplete"
     assert not box.has_pending()
+    if isinstance(box, MaildirMailbox):  # no half-written file left behind by any writer
+        assert list(box.tmp_dir.iterdir()) == []
 
 
 def test_reader_killed_at_every_point_loses_nothing_and_repeats_nothing(

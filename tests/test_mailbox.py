@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -114,61 +113,6 @@ def test_journal_survives_a_torn_last_line(tmp_path: Path) -> None:
 
 
 # --- concurrency and crashes -----------------------------------------------------------
-
-
-def test_many_writer_processes_and_threads_one_reader(box: MaildirMailbox, tmp_path: Path) -> None:
-    procs, per_proc, threads, per_thread = 8, 500, 4, 250
-    go = tmp_path / "go"
-    writers = [
-        subprocess.Popen(
-            [sys.executable, str(WRITER), str(box.root), f"p{i}", str(per_proc), "--go", str(go)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(procs)
-    ]
-    for w in writers:
-        assert w.stdout is not None and w.stdout.readline() == "ready\n"
-
-    def write(sender: str) -> None:
-        for i in range(per_thread):
-            box.deliver(msg(f"{sender} {i}", sender=sender, seq=i))
-
-    journal = JsonlJournal(tmp_path / "journal.jsonl")
-    writing = threading.Event()
-    writing.set()
-
-    def read() -> None:  # the owner: drains while the writers write
-        while writing.is_set():
-            drain(box, journal)
-            time.sleep(0.002)
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    go.touch()
-    senders = [threading.Thread(target=write, args=(f"t{i}",)) for i in range(threads)]
-    for t in senders:
-        t.start()
-    for t in senders:
-        t.join(timeout=60)
-    for w in writers:
-        assert w.wait(timeout=60) == 0
-    writing.clear()
-    reader.join(timeout=60)
-    drain(box, journal)
-    journal.close()
-
-    got = journal.messages()
-    assert len(got) == procs * per_proc + threads * per_thread
-    assert len({m.id for m in got}) == len(got)
-    by_sender: dict[str, list[int]] = defaultdict(list)
-    for m in got:
-        by_sender[m.sender].append(m.model_extra["seq"])  # type: ignore[index]
-    assert set(by_sender) == {f"p{i}" for i in range(procs)} | {f"t{i}" for i in range(threads)}
-    for sender, seqs in by_sender.items():
-        n = per_proc if sender.startswith("p") else per_thread
-        assert seqs == list(range(n)), f"{sender} out of order or incomplete"
-    assert not box.has_pending() and files(box.tmp_dir) == []
 
 
 def test_reader_killed_mid_drain_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
