@@ -133,8 +133,11 @@ def test_a_redis_restart_mid_run_the_team_waits_and_finishes(tmp_path: Path) -> 
     server = RedisServer(tmp_path / "redis").start()
     try:
         a = node_dir(tmp_path / "a", server.url)
+        toml = a / "team.toml"  # a lead: bob's completions become notices to alice
+        toml.write_text(toml.read_text().replace("lease_seconds", 'lead = "alice"\nlease_seconds'))
         for i in range(3):
             assert run_team("assign", "--any", f"Survey part {i}", "--dir", str(a)).returncode == 0
+        assert run_team("assign", "bob", "Survey part 3", "--dir", str(a)).returncode == 0
         link = RedisLink(server.url, "duo", wait=True)
         board = RedisBoard(link)
         node = up(a, "alice,bob", "solo", "--until-idle", "--idle-grace", "1",
@@ -156,5 +159,15 @@ def test_a_redis_restart_mid_run_the_team_waits_and_finishes(tmp_path: Path) -> 
             took = taken_in(a, agent)
             assert len(took) == len(set(took))
             assert set(took) == set(sent_to(link, agent))
+        # the lead heard of each of bob's completions once, outage or not (the outbox)
+        notices = [e.message.content for e in RedisMailbox(link, "alice").entries()
+                   if e.message is not None and e.message.type == "notice"]  # fmt: skip
+        assert any(t.owner == "bob" for t in board.list())
+        for t in board.list():
+            if t.owner == "bob":
+                said_done = [n for n in notices if n.startswith(f"bob completed task #{t.id} ")]
+                assert len(said_done) == 1, notices
+        spool = a / ".team" / "outbox"
+        assert not any((spool / d).exists() and any((spool / d).iterdir()) for d in ("new", "cur"))
     finally:
         server.stop()

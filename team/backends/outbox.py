@@ -132,7 +132,9 @@ class Outbox:
                 log.warning("outbox: could not deliver %s to %s yet: %s",
                             claim.message.id, claim.message.to, e)  # fmt: skip
                 return False
-            self.spool.done(claim)
+            # removed, not archived: Redis holds it now; a crash before this line only
+            # delivers it again, with the same id, which the recipient takes in once
+            claim.path.unlink(missing_ok=True)
             with self._lock:
                 self._queued = max(0, self._queued - 1)
         return True
