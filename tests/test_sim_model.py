@@ -1,8 +1,10 @@
 """SimModel acts like an agent: valid, deterministic replies that finish tasks.
 
 A tiny loop in this file plays the runtime's part: it executes the sim's tool calls
-against a fake board and file store, compacts when asked (with the sim as summariser),
-and reminds once, so whole task runs can be checked without the real agent loop.
+against a fake board and file store, passes the agent's facts with every request (as the
+loop does), compacts when asked (with the sim as summariser), and reminds once, so whole
+task runs can be checked without the real agent loop. The prose is rendered by the
+product's own writers (`team.agents.identity`, `MailMessage`, `team.tasks.wording`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from team.agents.identity import identity_block, system_prompt
 from team.conversation import (
     Message,
     TextBlock,
@@ -22,9 +25,10 @@ from team.conversation import (
     append_user,
     validate,
 )
-from team.llm.base import ModelRequest, ModelResponse, ToolSpec
+from team.llm.base import AgentFacts, ModelRequest, ModelResponse, ToolSpec
 from team.llm.sim import SimModel
-from team.mailbox.message import MailMessage
+from team.mailbox.message import MailMessage, parse_prompts
+from team.tasks import wording
 
 TOOL_NAMES = [
     "bash",
@@ -49,12 +53,13 @@ FILES = {
 }
 
 
+def facts_for(agent: str, tasks=(), mail=()) -> AgentFacts:
+    mates = tuple((n, r) for n, r in MATES.items() if n != agent)
+    return AgentFacts(agent, MATES[agent], "demo", mates, tuple(tasks), tuple(mail))
+
+
 def system_for(agent: str) -> str:
-    mates = ", ".join(f"{n} ({r})" for n, r in MATES.items() if n != agent)
-    return (
-        f"You are '{agent}', role: {MATES[agent]}, team: demo.\nTeammates: {mates}\n"
-        "Use the tools to do your tasks."
-    )
+    return system_prompt(facts_for(agent), "Use the tools to do your tasks.")
 
 
 def task_message(agent: str, task: int, subject: str) -> str:
@@ -81,6 +86,10 @@ class World:
             for t in self.tasks.values()
             if t["owner"] == self.agent and t["status"] != "completed"
         ]
+
+    def facts(self, mail=()) -> AgentFacts:
+        tasks = [(t["id"], t["subject"]) for t in self.open_tasks()]
+        return facts_for(self.agent, tasks, mail)
 
     def run(self, use: ToolUseBlock) -> ToolResultBlock:
         self.calls.append(use)
@@ -116,11 +125,11 @@ class World:
             if task["owner"] not in (None, self.agent):
                 raise ValueError(f"task {task['id']} is owned by {task['owner']}")
             task.update(owner=self.agent, status="in_progress")
-            return f"claimed task {task['id']}"
+            return wording.claimed(task["id"], task["subject"])
         if name == "complete_task":
             task = self.tasks[int(args["task_id"])]
             task.update(status="completed", result=args.get("result"))
-            return f"completed task {task['id']}"
+            return wording.completed(task["id"], task["subject"])
         if name == "list_tasks":
             return json.dumps(list(self.tasks.values()))
         return f"ok: {name}"
@@ -140,7 +149,9 @@ def render(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
-def summary_request(agent: str, segment: str, focus: str | None = None) -> ModelRequest:
+def summary_request(
+    agent: str, segment: str, focus: str | None = None, facts: AgentFacts | None = None
+) -> ModelRequest:
     system = (
         f"You summarise the work of agent '{agent}'. Write a structured summary with sections: "
         "request and intent, decisions, files, errors and fixes, messages from teammates, "
@@ -154,19 +165,16 @@ def summary_request(agent: str, segment: str, focus: str | None = None) -> Model
         tool_choice="none",
         purpose="summary",
         agent=agent,
+        facts=facts,
     )
 
 
 def compact(
     model: SimModel, world: World, messages: list[Message], focus: str | None
 ) -> list[Message]:
-    summary = model.complete(summary_request(world.agent, render(messages), focus))
-    mates = ", ".join(f"{n} ({r})" for n, r in MATES.items() if n != world.agent)
-    tasks = "; ".join(f"#{t['id']} {t['subject']}" for t in world.open_tasks()) or "none"
-    identity = (
-        f"<identity>You are '{world.agent}', role: {MATES[world.agent]}, team: demo. "
-        f"Teammates: {mates}. Open tasks: {tasks}</identity>"
-    )
+    request = summary_request(world.agent, render(messages), focus, facts_for(world.agent))
+    summary = model.complete(request)
+    identity = identity_block(world.facts())
     layer = "manual" if focus is not None else "auto"
     path = f".transcripts/{world.agent}/0001-20250101T000000Z-{layer}.jsonl"
     text = f"{identity}\n\n{summary.message().text()}\n\nTranscript: {path}"
@@ -178,6 +186,7 @@ class Run:
     replies: list[ModelResponse]
     messages: list[Message]
     compactions: int = 0
+    requests: list[ModelRequest] = field(default_factory=list)
 
 
 def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every: int = 0) -> Run:
@@ -188,6 +197,7 @@ def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every
     messages = [Message.user(first)]
     run = Run([], messages)
     reminded = False
+    new_mail = parse_prompts(first)  # what the first user turn brought
     for _ in range(limit):
         validate(messages)
         request = ModelRequest(
@@ -196,8 +206,11 @@ def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every
             tools=TOOLS,
             agent=world.agent,
             cache_breakpoints=(len(messages) - 1,),
+            facts=world.facts(new_mail),
         )
+        new_mail = []
         reply = model.complete(request)
+        run.requests.append(request)
         run.replies.append(reply)
         assert reply.message().text().strip(), "every reply carries some text"
         messages.append(reply.message())
@@ -238,15 +251,9 @@ def test_same_request_same_reply() -> None:
     world.add_task(3, "Fix the parser crash", owner="alice")
     run = drive(SimModel(), world, task_message("alice", 3, "Fix the parser crash"))
     fresh = SimModel()
-    for i in range(1, len(run.messages), 2):  # replay every request the run made
-        request = ModelRequest(
-            system=system_for("alice"),
-            messages=run.messages[:i],
-            tools=TOOLS,
-            agent="alice",
-            cache_breakpoints=(i - 1,),
-        )
-        assert fresh.complete(request).content == run.messages[i].content
+    assert run.compactions == 0 and len(run.requests) > 3
+    for request, reply in zip(run.requests, run.replies, strict=True):  # replay every one
+        assert fresh.complete(request).content == reply.content
         assert SimModel().complete(request) == SimModel().complete(request)
 
 

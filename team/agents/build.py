@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from team import worktrees
-from team.agents.identity import system_prompt
+from team.agents.identity import agent_facts, system_prompt
 from team.agents.loop import Agent
 from team.agents.replies import Tools
 from team.agents.session import SessionLog
@@ -80,7 +80,8 @@ def build_agent(
     """
     config = parts.config
     cfg = config.agent(name)
-    system = system_prompt(cfg, config)
+    facts = agent_facts(cfg, config)
+    system = system_prompt(facts, cfg.prompt)
     tools = tool_specs(cfg, config)
     root = worktrees.ensure(parts.ws, name) if config.team.isolation == "worktree" else None
     compactor = Compactor(
@@ -90,6 +91,7 @@ def build_agent(
         transcripts=TranscriptStore(parts.ws.transcripts_dir(name)),
         sink=parts.sink,
         teammates=[a for a in config.names() if a != name],
+        facts=facts,
         overhead_chars=overhead_chars(system, tools),
         root=parts.ws.root,
         gate=gate,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from team.agents import nudges, replies, user_notices
 from team.agents.backoff import Backoff
-from team.agents.identity import identity_block
+from team.agents.identity import agent_facts, identity_block
 from team.agents.intake import Intake
 from team.agents.repair import load_repaired
 from team.agents.replies import Tools
@@ -31,6 +31,8 @@ from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.facts import task_ids
 from team.llm.base import (
+    AgentFacts,
+    InboxMail,
     Model,
     ModelError,
     ModelRequest,
@@ -104,11 +106,16 @@ class Agent:
         self.last_error: str | None = None
         self.budget = budget
         self._idle = False  # the model called `idle`: wait for new input, call nothing
+        self._new_mail: list[InboxMail] = []  # taken in since the last reply (its facts)
 
     def identity(self) -> str:
+        return identity_block(self.facts())
+
+    def facts(self) -> AgentFacts:
+        """Who the agent is, its tasks and the mail since its last reply, as data."""
         # blocked tasks are not work yet: their owner is told when they unblock
         mine = [t for t in self.board.open_for(self.name) if _can_act(t) or _waits_review(t)]
-        return identity_block(self.config, self.team, mine)
+        return agent_facts(self.config, self.team, mine, self._new_mail)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -305,6 +312,7 @@ class Agent:
             cache_breakpoints=breakpoints,
             cache_ttl=self.compactor.config.cache_ttl,
             agent=self.name,
+            facts=self.facts(),
         )
         estimate = self.compactor.estimate(self.history)
         start = time.monotonic()
@@ -399,12 +407,15 @@ class Agent:
             return False
         self._idle = False
         self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
+        self._new_mail += [m.as_mail() for m in messages]
         return True
 
     def record(self, rec: Record) -> None:
         """The one way the conversation changes: append to the log (fsync), then fold."""
         self.session.append(rec)
         self.history.apply(rec)
+        if isinstance(rec, AssistantTurn):
+            self._new_mail = []  # the reply has seen it
 
     def _add_user(self, blocks: list[Block], inbox_ids: list[str] = ()) -> None:
         """Record user content, then acknowledge the mail that it carries."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from team.tasks import wording
+
 CUT_CALL = (
     "Not run: your reply was cut off at the max_tokens limit in the middle of this call, "
     "so its input is incomplete. Send it again (split it up if it is large)."
@@ -25,8 +27,9 @@ def listing(tasks: Iterable[Any]) -> str:
 
 
 def claimed(task: Any) -> str:
-    """The board gave the agent an open task nobody had claimed."""
-    return f"You claimed open task #{task.id}: {task.subject}\n{task.description}".strip()
+    """The board gave the agent an open task nobody had claimed (read back by
+    `team.tasks.wording.parse_claimed`, which lives beside the words)."""
+    return wording.claimed_open(task.id, task.subject, task.description)
 
 
 def untold(tasks: Iterable[Any]) -> str:

@@ -29,7 +29,7 @@ from team.config import AgentConfig, TeamConfig
 from team.events import AgentEvent, EventSink
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
-from team.tasks import FINISHED, Board, Task, TaskError, rules
+from team.tasks import FINISHED, Board, Task, TaskError, rules, wording
 from team.teamwork import Teamwork
 from team.workspace import Workspace
 
@@ -190,14 +190,10 @@ class TaskTools:
         task = self.board.claim(task_id, self.agent)
         if was.owner == self.agent and was.status == "in_progress":
             # claimed already (the loop takes open tasks itself): one event, not two
-            return f"task #{task.id} is already yours and in progress: {task.subject}"
+            return wording.already_claimed(task.id, task.subject)
         self._event("claimed", f"#{task.id} {task.subject}")
-        plan = (
-            " Submit your plan (submit_plan) before changing files."
-            if (self.plan_approval and task.plan_state != "approved")
-            else ""
-        )
-        return f"claimed task #{task.id}: {task.subject}{plan}"
+        plan = self.plan_approval and task.plan_state != "approved"
+        return wording.claimed(task.id, task.subject, plan_note=plan)
 
     def complete_task(self, input: dict[str, Any]) -> str | ToolResult:
         return self._complete(need_int(input, "task_id"), opt_str(input, "result"))
@@ -216,9 +212,8 @@ class TaskTools:
         )
         self._event("created", f"#{task.id} {task.subject}")
         self.teamwork.assigned(task, self.agent)
-        waits = f", blocked by {_refs(task.blocked_by)}" if task.status == "blocked" else ""
-        who = f"for {owner}" if owner else "open for anyone"
-        return f"created task #{task.id} ({who}{waits}): {task.subject}"
+        waits = _refs(task.blocked_by) if task.status == "blocked" else ""
+        return wording.created(task.id, task.subject, owner=owner, waits_on=waits)
 
     def update_task(self, input: dict[str, Any]) -> str | ToolResult:
         task_id = need_int(input, "task_id")
@@ -298,7 +293,7 @@ class TaskTools:
         records = {t.id: t for t in self.board.list()}
         current = rules.finish(records, task_id, self.agent, "completed", result, now)  # checks
         if records[task_id].status == "completed":
-            return f"task #{task_id} was already completed"
+            return wording.already_completed(task_id)
         if self.plan_approval and current.plan_state != "approved":
             raise TaskError(
                 f"task #{task_id} needs an approved plan first: submit_plan and wait for the answer"
@@ -328,7 +323,7 @@ class TaskTools:
         saved = self._commit(task)
         freed = self.teamwork.completed(task, self.agent)
         after = f"; unblocked {_refs(t.id for t in freed)}" if freed else ""
-        return f"completed task #{task.id}: {task.subject}{saved}{after}"
+        return wording.completed(task.id, task.subject, saved + after)
 
     def _commit(self, task: Task) -> str:
         if self.config.team.isolation != "worktree":

@@ -26,7 +26,7 @@ from team.compaction.transcripts import TranscriptStore
 from team.config import CompactionConfig
 from team.conversation import Message, TextBlock, ToolResultBlock
 from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
-from team.llm.base import CachePoint, Model, ModelRequest, ToolSpec, Usage
+from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, ToolSpec, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ class Compactor:
         overhead_chars: the system prompt and tool specs, counted into the estimate
             before the first response of a segment.
         gate: the auto layer's failure count and pause, when it must outlive this object.
+        facts: who the agent is; its summary requests carry them (`ModelRequest.facts`).
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class Compactor:
         transcripts: TranscriptStore,
         sink: EventSink,
         teammates: list[str] | None = None,
+        facts: AgentFacts | None = None,
         overhead_chars: int = 0,
         summary_max_tokens: int = 4096,
         summary_input_budget: int = 120_000,
@@ -96,6 +98,7 @@ class Compactor:
             input_budget_tokens=summary_input_budget,
             cache_ttl=config.cache_ttl,
             on_call=self._record_summary_call,
+            facts=facts,
         )
         self.gate = gate or AutoGate()
 

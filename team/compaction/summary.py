@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from team.compaction.clip import clip_messages
 from team.compaction.tokens import CHARS_PER_TOKEN
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.base import CachePoint, Model, ModelRequest, PromptTooLong, ToolSpec
+from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, PromptTooLong, ToolSpec
 from team.llm.prices import CacheTTL
 
 MIN_BUDGET_CHARS = 2000  # below this a chunk is too small to summarise usefully
@@ -141,10 +141,12 @@ class Summariser:
         input_budget_tokens: int = 120_000,
         cache_ttl: CacheTTL = "5m",
         on_call=None,
+        facts: AgentFacts | None = None,
     ) -> None:
         self.model = model
         self.cache_ttl = cache_ttl  # a cached summary reads the agent's entries, as long-lived
         self.agent = agent
+        self.facts = facts  # who the agent is, for a model that is code (the simulator)
         self.max_tokens = max_tokens
         self.budget_chars = input_budget_tokens * CHARS_PER_TOKEN
         self.on_call = on_call  # callback(response, duration_s, error) for model-call events
@@ -229,6 +231,7 @@ class Summariser:
             cache_ttl=self.cache_ttl,
             purpose="summary",
             agent=self.agent,
+            facts=self.facts,
         )
         try:
             return self._send(request)
@@ -258,6 +261,7 @@ class Summariser:
             cache_system=False,
             purpose="summary",
             agent=self.agent,
+            facts=self.facts,
         )
         return self._send(request)
 

@@ -66,12 +66,46 @@ def cache_block(point: CachePoint, messages: list[Message]) -> tuple[int, int]:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxMail:
+    """One inbox message as the model is shown it (`MailMessage.as_prompt` writes it)."""
+
+    sender: str
+    type: str
+    id: str
+    task: int | None
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFacts:
+    """What the agent's prompts tell the model, as data (docs/design.md, "What the model sees").
+
+    The system prompt and the identity block are rendered from these facts
+    (`team.agents.identity`), and a model that is code (the simulator) reads them here
+    instead of parsing that prose back, the way pydantic-ai's `FunctionModel` gets its
+    `AgentInfo`. `tasks` are the open tasks the agent owns that are not blocked (a task
+    whose plan waits for review included); `new_mail` the inbox messages that arrived
+    in the request's newest user turn. A summary request carries the identity only.
+    """
+
+    name: str
+    role: str
+    team: str
+    teammates: tuple[tuple[str, str], ...] = ()
+    """(name, role) of every other agent."""
+    tasks: tuple[tuple[int, str], ...] = ()
+    """(id, subject) of the open tasks the agent owns and can act on."""
+    new_mail: tuple[InboxMail, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One call. `messages` must already pass `conversation.validate`.
 
     `cache_breakpoints` are where stable prefixes worth caching end (see `CachePoint`;
     at most 4 in all, counting the system prompt's), and `cache_ttl` how long they live.
-    `purpose` is "agent" for a turn and "summary" for a compaction summary.
+    `purpose` is "agent" for a turn and "summary" for a compaction summary. `facts` are
+    for models that are code (the simulator): never sent to a provider.
     """
 
     system: str
@@ -84,6 +118,7 @@ class ModelRequest:
     cache_ttl: CacheTTL = "5m"
     purpose: Literal["agent", "summary"] = "agent"
     agent: str = ""
+    facts: AgentFacts | None = None
 
 
 @dataclass(frozen=True, slots=True)

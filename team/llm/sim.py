@@ -80,7 +80,9 @@ class SimModel:
             # a summary on the agent's cached prefix asks (and names any focus) in its
             # last user turn rather than in the system prompt
             guide = request.system + ("\n" + request.messages[-1].text() if request.tools else "")
-            text = summarise(guide, request.messages, max_tokens=request.max_tokens)
+            text = summarise(
+                guide, request.messages, max_tokens=request.max_tokens, facts=request.facts
+            )
             content: tuple[Block, ...] = (TextBlock(text),)
         else:
             content = self._turn(request)

@@ -11,12 +11,11 @@ shows tasks waiting on each other and being handed on as they unblock:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from team.llm.sim_reading import Call, Situation
+from team.tasks.wording import parse_created
 
-CREATED_RE = re.compile(r"created task #(\d+)")
 Calls = list[tuple[str, dict[str, Any]]]
 
 
@@ -92,8 +91,7 @@ def _reviews(s: Situation) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
 
 
 def _created(c: Call) -> int | None:
-    m = CREATED_RE.search(c.output)
-    return int(m[1]) if m else None
+    return parse_created(c.output)
 
 
 def _refs(ids) -> str:

@@ -1,9 +1,8 @@
 """What the simulated agent does next, worked out from the request alone.
 
-The policy is stateless: everything it knows comes from the system prompt and the
-messages (identity, inbox messages, reminders, and its own earlier tool calls with their
-results). So the same request always gets the same reply, and after a compaction the
-agent carries on from whatever the identity block and summary tell it.
+The policy is stateless: everything it knows comes from the request (its facts, tools
+and messages, see `sim_reading`). So the same request always gets the same reply, and
+after a compaction the agent carries on from its facts and whatever the summary says.
 
 For each open task it owns it runs a short script, one step per reply:
 claim, survey (bash), measure (bash), read a file it found, sometimes `compact`, write a
@@ -27,6 +26,7 @@ from team.llm.sim_reading import (
     Call,
     Mail,
     Situation,
+    progress_line,
     read_situation,
 )
 
@@ -88,7 +88,7 @@ def _next_step(s: Situation, seed: int) -> tuple[str, list[tuple[str, dict[str, 
     listed = any(c.use.name == "list_tasks" and c.index > since for c in s.calls)
     # Compacted right after checking the board: checking again would only repeat that, and
     # under a tight threshold it would never end. New work will arrive as a message.
-    listed = listed or (not s.calls and s.turn_start == 0 and BOARD_CHECK in s.identity_text)
+    listed = listed or (not s.calls and s.turn_start == 0 and BOARD_CHECK in s.carried)
     if not listed and "list_tasks" in s.tools:
         return BOARD_CHECK, [("list_tasks", {})]
     tried = {c.task for c in s.calls if c.use.name == "claim_task"}
@@ -126,8 +126,8 @@ def _task_step(s: Situation, task: int, seed: int) -> tuple[str, list[tuple[str,
 
 
 def _marker(task: int, step: str) -> str:
-    """The progress line the summariser keeps (see `sim_reading.PROGRESS_RE`)."""
-    return f"Task #{task}, step {SCRIPT.index(step) + 1} of {len(SCRIPT)} ({step}): "
+    """The progress line the summariser keeps (read back by `sim_reading.progress`)."""
+    return progress_line(task, SCRIPT.index(step) + 1, len(SCRIPT), step)
 
 
 def _progress(s: Situation, task: int) -> tuple[set[str], list[Call]]:
@@ -175,7 +175,7 @@ def _applies(s: Situation, step: str, task: int, seed: int) -> bool:
         # Now and then, decided by a hash so runs repeat; never twice for the same task in
         # one line of summaries (the focus survives in the summary), or it would loop.
         chosen = _pick(seed, s.me, task, "compact", n=3) == 0
-        return chosen and f"task #{task}" not in s.identity_text
+        return chosen and f"task #{task}" not in s.carried
     return True
 
 

@@ -1,8 +1,13 @@
 """What the simulated agent can tell from one request: who it is, its tasks, its past calls.
 
-Read fresh from the system prompt and the messages on every call: identity blocks,
-inbox messages, reminders, `list_tasks` results and the agent's own earlier tool calls
-with their results. Nothing is remembered between calls.
+Who it is, its teammates, its open tasks, its tools and its new mail come as data
+(`request.facts`, `request.tools`), never from the prose written for the model. The
+rest is read fresh from the messages on every call, each through the reader that lives
+beside its writer: older mail (`parse_prompts`), board tool results
+(`team.tasks.wording`), `list_tasks` JSON, the agent's own earlier tool calls and the
+progress lines its summaries carried over. Nothing is remembered between calls. Without
+facts (a scripted test, a replayed foreign session) the agent is "agent", knows no
+teammates and learns its tasks from the mail and the board it sees.
 """
 
 from __future__ import annotations
@@ -13,35 +18,57 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from team.conversation import ToolResultBlock, ToolUseBlock
-from team.llm.base import ModelRequest
+from team.llm.base import InboxMail, ModelRequest
+from team.mailbox.message import parse_prompts
+from team.tasks.wording import parse_claimed
 
-MAIL_RE = re.compile(
-    r'<message from="(?P<sender>[^"]*)" type="(?P<type>[^"]*)" id="(?P<id>[^"]*)"'
-    r'(?: task="(?P<task>\d+)")?[^>]*>\n?(?P<body>.*?)\n?</message>',
-    re.S,
-)
-SELF_RE = re.compile(r"You are '(?P<name>[^']+)', role: (?P<role>[^,]+), team: (?P<team>[^.\n]+)\.")
-TEAMMATES_RE = re.compile(r"Teammates:\s*(?P<list>[^\n<]*?)(?:\.\s|\.?\s*Open tasks:|\n|<|\.?$)")
-MATE_RE = re.compile(r"^([a-z][a-z0-9_-]{0,31})\b")
-OPEN_TASKS_RE = re.compile(r"Open tasks:\s*(?P<list>.*?)(?:</identity>|\n|$)", re.S)
-TASK_ITEM_RE = re.compile(r"#(\d+)[:.)]?\s+([^;\n<]*)")
-REMINDER = "Reminder: you still own open tasks:"
 CLOSED = frozenset({"completed", "complete", "done", "closed", "cancelled", "canceled", "failed"})
+BOARD_CHECK = "Checking the task board for unclaimed work."
+SUMMARY_HEAD = "[sim] Extractive summary"
+"""How the simulator's summaries begin (`sim_summary` writes it): the text a compacted
+context carries over, where the agent's own progress lines survive."""
+
 # The agent states its progress in its own words ("Task #3, step 4 of 8 (read): ...");
 # the summariser keeps the latest such line per task, so a compacted agent resumes there
 # instead of starting over (which could never finish under frequent compaction).
-BOARD_CHECK = "Checking the task board for unclaimed work."
-PROGRESS_RE = re.compile(r"Task #(\d+), step (\d+) of \d+ \((\w+)\)")
+_PROGRESS = re.compile(r"Task #(\d{1,18}), step (\d{1,3}) of \d{1,3} \((\w{1,20})\)")
+
+
+def progress_line(task: int, step: int, of: int, kind: str) -> str:
+    """The progress line the agent begins a task step's text with (see `progress`)."""
+    return f"Task #{task}, step {step} of {of} ({kind}): "
+
+
+def progress(text: str) -> list[tuple[int, int]]:
+    """(task, step) of every progress line in `text`, in order."""
+    if "Task #" not in text:
+        return []
+    return [(int(m[1]), int(m[2])) for m in _PROGRESS.finditer(text)]
 
 
 @dataclass(frozen=True, slots=True)
 class Mail:
-    sender: str
-    type: str
-    id: str
-    task: int | None
-    body: str
-    index: int = -1  # of the user message that brought it
+    """An inbox message in the context, and the index of the user message that brought it
+    (-1 for new mail known from the facts alone)."""
+
+    mail: InboxMail
+    index: int = -1
+
+    @property
+    def sender(self) -> str:
+        return self.mail.sender
+
+    @property
+    def type(self) -> str:
+        return self.mail.type
+
+    @property
+    def task(self) -> int | None:
+        return self.mail.task
+
+    @property
+    def body(self) -> str:
+        return self.mail.body
 
     @property
     def first_line(self) -> str:
@@ -86,7 +113,7 @@ class Situation:
     turn_start: int = 0  # index of the last user message that brought new text
     new_mail: list[Mail] = field(default_factory=list)
     mail: list[Mail] = field(default_factory=list)  # every message still in the context
-    identity_text: str = ""  # identity blocks and the summaries that follow them
+    carried: str = ""  # the summaries a compaction carried over (the sim's own text)
     resumed: dict[int, int] = field(default_factory=dict)  # task -> last step stated, in order
 
     def open_tasks(self) -> list[int]:
@@ -97,11 +124,15 @@ class Situation:
 
 
 def read_situation(request: ModelRequest) -> Situation:
-    """Everything the policy needs, read from the system prompt and the messages."""
+    """Everything the policy needs: the request's facts, tools and messages."""
     s = Situation(tools=frozenset(t.name for t in request.tools))
-    if m := SELF_RE.search(request.system):
-        s.me, s.role = m["name"], m["role"].strip()
-    s.teammates = teammates(request.system, s.me)
+    facts = request.facts
+    if facts is not None:
+        s.me, s.role = facts.name, facts.role
+        s.teammates = [n for n, _ in facts.teammates if n != facts.name]
+        for task, subject in facts.tasks:
+            s.owner[task] = "me"
+            s.subjects[task] = subject[:80]
     results = {r.tool_use_id: r for m in request.messages for r in m.tool_results()}
     last = len(request.messages) - 1
     for i, msg in enumerate(request.messages):
@@ -115,36 +146,33 @@ def read_situation(request: ModelRequest) -> Situation:
         if not text.strip():
             continue
         s.turn_start = i
-        _apply_user_text(s, text, newest=i == last, index=i)
+        _apply_user_text(s, text, index=i, guess=facts is None)
+    if facts is not None:
+        s.new_mail = [Mail(m) for m in facts.new_mail]
+    else:  # no facts: the mail in the newest user message is new
+        s.new_mail = [m for m in s.mail if m.index == last]
     return s
 
 
-def _apply_user_text(s: Situation, text: str, *, newest: bool, index: int = -1) -> None:
-    if "<identity>" in text:
-        s.identity_text += text
-        for m in PROGRESS_RE.finditer(text):
-            task = int(m[1])
-            step = max(int(m[2]), s.resumed.pop(task, 0))
+def _apply_user_text(s: Situation, text: str, *, index: int, guess: bool) -> None:
+    if SUMMARY_HEAD in text:
+        s.carried += text
+        for task, step in progress(text):
+            step = max(step, s.resumed.pop(task, 0))
             s.resumed[task] = step  # re-inserted: the last task mentioned comes last
-        if s.me == "agent" and (m := SELF_RE.search(text)):
-            s.me = m["name"]
-        if not s.teammates:
-            s.teammates = teammates(text, s.me)
-        if m := OPEN_TASKS_RE.search(text):
-            _own_items(s, m["list"])
-    if REMINDER in text:
-        _own_items(s, text.split(REMINDER, 1)[1])
-    for m in MAIL_RE.finditer(text):
-        mail = Mail(m["sender"], m["type"], m["id"], as_int(m["task"]), m["body"], index)
+    for m in parse_prompts(text):
+        mail = Mail(m, index)
         s.mail.append(mail)
         if mail.type == "task" and mail.task is not None:
-            s.owner[mail.task] = "me"
+            if guess:  # with facts the board says what is ours
+                s.owner[mail.task] = "me"
             s.closed.discard(mail.task)  # reopened, or handed back: work again
             s.subjects.setdefault(mail.task, mail.first_line[:80])
         elif mail.type == "revoked" and mail.task is not None:
             s.closed.add(mail.task)  # cancelled or reassigned: stop working on it
-        if newest:
-            s.new_mail.append(mail)
+    if guess and (claim := parse_claimed(text)):  # the loop took an open task for us
+        s.owner[claim[0]] = "me"
+        s.subjects.setdefault(claim[0], claim[1][:80])
 
 
 def _apply_call(s: Situation, call: Call) -> None:
@@ -185,26 +213,6 @@ def _apply_listing(s: Situation, output: str) -> None:
             s.owner[task] = "other"
         else:
             s.listed_open.append(task)
-
-
-def _own_items(s: Situation, listing: str) -> None:
-    for m in TASK_ITEM_RE.finditer(listing):
-        task = int(m[1])
-        s.owner[task] = "me"
-        if m[2].strip():
-            s.subjects.setdefault(task, m[2].strip()[:80])
-
-
-def teammates(text: str, me: str) -> list[str]:
-    """Names from a `Teammates: bob (tester), carol (reviewer)` line, without `me`."""
-    m = TEAMMATES_RE.search(text)
-    if not m:
-        return []
-    names = []
-    for part in m["list"].split(","):
-        if (n := MATE_RE.match(part.strip())) and n[1] not in (me, "none") and n[1] not in names:
-            names.append(n[1])
-    return names
 
 
 def first_line(text: str) -> str:

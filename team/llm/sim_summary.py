@@ -8,27 +8,21 @@ the budget round-robin across the sections, so no section starves the others.
 
 from __future__ import annotations
 
-import json
 import re
+from collections import Counter
 
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.sim_reading import BOARD_CHECK, MAIL_RE, PROGRESS_RE, SELF_RE, TASK_ITEM_RE, teammates
+from team.compaction.summary import render_block
+from team.conversation import Message
+from team.facts import iter_paths, task_ids
+from team.llm.base import AgentFacts, InboxMail
+from team.llm.sim_reading import BOARD_CHECK, SUMMARY_HEAD, progress
+from team.mailbox.message import parse_prompts
+from team.tasks.wording import parse_claimed, parse_completed
 
 MAX_CHARS = 7600  # ~1,900 tokens: the ceiling whatever the input
 MIN_CHARS = 900
 LINE_CHARS = 160
-TASK_ID_RES = (
-    re.compile(r"(?<![\w&])#(\d{1,6})\b"),
-    re.compile(r'\btask="(\d+)"'),
-    re.compile(r'"task_id"\s*:\s*"?(\d+)'),
-    re.compile(r"\btask[ _-]?(?:id)?[ =:]+#?(\d+)\b", re.I),
-)
-LISTED_TASK_RE = re.compile(r'\{[^{}]*?"id"\s*:\s*(\d+)[^{}]*?"subject"\s*:\s*"([^"]*)"')
 FOCUS_RE = re.compile(r"(?im)\bfocus(?:\s+on)?\s*[:=]\s*(.+)$|\bfocus\s+on\s+(.+)$")
-FILE_RE = re.compile(
-    r"(?<![\w/.-])(?:\.{1,2}/)?(?:[\w.-]+/)*[\w-]+\."
-    r"(?:py|md|toml|txt|json|jsonl|yaml|yml|cfg|ini|sh|js|ts|rs|go|c|h|html|css|csv|log)\b"
-)
 ERROR_RE = re.compile(
     r"(?i)(error|exception|traceback|\bfailed|\bfailure|\bfatal|not found|no such file"
     r"|denied|\binvalid)"
@@ -38,20 +32,27 @@ DECISION_RE = re.compile(
     r"(?i)\b(decided?|decision|plan(?:ned)?|going to|instead|chose|choose|will|should|let's)\b"
 )
 ASK_RE = re.compile(r"(?i)\b(asked|please|need|want)")
-SENDER_RE = re.compile(r'\bfrom="([a-z][a-z0-9_-]{0,31})"|"to"\s*:\s*"([a-z][a-z0-9_-]{0,31})"')
-DONE_RE = re.compile(r'"?complete_task"?\W+(?:\{\s*)?"task_id"\s*:\s*"?(\d+)')
 
 
-def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -> str:
+def summarise(
+    system: str,
+    messages: list[Message],
+    *,
+    max_tokens: int = 2000,
+    facts: AgentFacts | None = None,
+) -> str:
     """An extractive structured summary of `messages`, guided by any focus in `system`.
+
+    Every scan is linear in the text (a 10 MB single-word message must not stall it).
 
     Args:
         system: the summary request's system prompt; a `Focus: <words>` line (or
             "focus on ...") puts matching lines first.
         messages: the segment to summarise, as the compactor sent it.
         max_tokens: the reply's token limit; the summary stays under it.
+        facts: who the agent is (its teammates are always named), when known.
     """
-    text = "\n".join(_texts(messages))
+    text = "\n".join(render_block(b) for m in messages for b in m.content)
     lines = _lines(text)
     focus = _focus(system)
     words = _focus_words(focus)
@@ -62,36 +63,37 @@ def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -
         # Stable sort: focus lines first, then prose before raw tool output, else in order.
         return sorted(hits, key=lambda ln: (not _matches(ln, words), not _prose(ln)))
 
-    tasks = _tasks(text)
-    names = _names(system + "\n" + text)
-    mails = [m for m in MAIL_RE.finditer(text)]
+    mails = parse_prompts(text)
+    done, claimed = _board_lines(text)
+    tasks = _tasks(text, mails, facts, claimed)
+    names = _names(mails, facts)
     paths = _paths(text, words)
+    file_lines = set(ln for ln in lines if next(iter_paths(ln), None) is not None)
 
     sections: list[tuple[str, list[str], list[str]]] = []  # heading, always, optional
     focus_lines = [ln for ln in lines if ln.lower().startswith("focus:")]
     head = [f"Focus: {focus}"] if focus else []
     sections.append(("Focus", head + focus_lines[:2], [ln for ln in lines if _matches(ln, words)]))
     asks = [
-        f"{m['sender']} -> {m['type']}{_task_tag(m['task'])}: {_first(m['body'])}"
+        f"{m.sender} -> {m.type}{_task_tag(m.task)}: {_first(m.body)}"
         for m in mails
-        if m["type"] in ("task", "message") and m["sender"] == "user"
+        if m.type in ("task", "message") and m.sender == "user"
     ]
-    who = [ln for ln in lines if SELF_RE.search(ln)][:1]
+    who = [f"You are {facts.name} ({facts.role}), team {facts.team}."] if facts else []
     asked = pick(ASK_RE)
     sections.append(("Request and intent", who, asks + asked))
     sections.append(("Decisions", [], pick(DECISION_RE)))
     shown = ", ".join(paths[:12]) + (f" (+{len(paths) - 12} more)" if len(paths) > 12 else "")
     files_always = [f"Paths: {shown}"] if paths else ["Paths: none mentioned"]
-    sections.append(("Files", files_always, pick(FILE_RE)))
+    sections.append(("Files", files_always, [ln for ln in pick(None) if ln in file_lines]))
     fixes = [ln for ln in pick(FIX_RE) if not ERROR_RE.search(ln)]
     sections.append(("Errors and fixes", [], pick(ERROR_RE) + fixes))
     sections.append(("Messages from teammates", *_mail_lines(mails, names)))
-    sections.append(("Pending tasks", _task_lines(tasks, text), []))
+    sections.append(("Pending tasks", _task_lines(tasks, done), []))
     tail = [ln for ln in lines if _prose(ln)][-8:]
-    progress = {int(m[1]): ln for ln in lines for m in PROGRESS_RE.finditer(ln)}
-    done = _done(text)
+    stated = {t: ln for ln in lines for t, _ in progress(ln)}
     # Where each unfinished task stands, kept whatever the budget: the agent resumes there.
-    now = [ln for t, ln in progress.items() if t not in done][-6:] + tail[-1:]
+    now = [ln for t, ln in stated.items() if t not in done][-6:] + tail[-1:]
     now += [ln for ln in lines if BOARD_CHECK in ln][-1:]
     sections.append(("Current work", now, list(reversed(tail[:-1]))))
     open_ids = [t for t in tasks if t not in done]
@@ -103,7 +105,7 @@ def summarise(system: str, messages: list[Message], *, max_tokens: int = 2000) -
     )
     sections.append(("Next step", [nxt], []))
 
-    header = f"[sim] Extractive summary of {len(messages)} messages ({len(text):,} chars)."
+    header = f"{SUMMARY_HEAD} of {len(messages)} messages ({len(text):,} chars)."
     return _render(header, sections, budget)
 
 
@@ -146,21 +148,7 @@ def _render(header: str, sections: list[tuple[str, list[str], list[str]]], budge
     return "\n".join(out)
 
 
-def _texts(messages: list[Message]) -> list[str]:
-    """Every block as text: the compactor may send text, or a raw segment with tool blocks."""
-    out = []
-    for m in messages:
-        for b in m.content:
-            if isinstance(b, TextBlock):
-                out.append(b.text)
-            elif isinstance(b, ToolUseBlock):
-                out.append(f"{b.name} {json.dumps(b.input, sort_keys=True)}")
-            elif isinstance(b, ToolResultBlock):
-                out.append(b.content)
-    return out
-
-
-SKIP_PREFIXES = ("<message", "</", "## ", "[sim] Extractive summary", "(nothing in this segment)")
+SKIP_PREFIXES = ("<message", "</", "## ", SUMMARY_HEAD, "(nothing in this segment)")
 
 
 def _lines(text: str) -> list[str]:
@@ -168,9 +156,11 @@ def _lines(text: str) -> list[str]:
     out = []
     for raw in text.splitlines():
         ln = " ".join(raw.split())
-        if ln.startswith(("- ", "[sim] Extractive summary")):  # an earlier summary's bullet
+        if ln.startswith(("- ", SUMMARY_HEAD)):  # an earlier summary's bullet
             ln = ln.removeprefix("- ")
         if len(ln) < 4 or not re.search(r"[A-Za-z]", ln) or ln.startswith(SKIP_PREFIXES):
+            continue
+        if ln.startswith("[tool result ") and ln.endswith("]"):  # render_block's heading
             continue
         ln = ln if len(ln) <= LINE_CHARS else ln[: LINE_CHARS - 3] + "..."
         if ln not in seen:
@@ -185,11 +175,8 @@ def _prose(line: str) -> bool:
 
 
 def _paths(text: str, words: list[re.Pattern[str]]) -> list[str]:
-    """File paths, focus matches first, then the most mentioned."""
-    counts: dict[str, int] = {}
-    for m in FILE_RE.finditer(text):
-        p = m[0].removeprefix("./")
-        counts[p] = counts.get(p, 0) + 1
+    """File paths (`team.facts`), focus matches first, then the most mentioned."""
+    counts = Counter(iter_paths(text))
     return sorted(counts, key=lambda p: (not _matches(p, words), -counts[p]))
 
 
@@ -210,32 +197,38 @@ def _matches(line: str, words: list[re.Pattern[str]]) -> bool:
     return any(w.search(line) for w in words)
 
 
-def _tasks(text: str) -> dict[int, str]:
-    """Every task id in the text, with a subject where one can be found."""
-    tasks: dict[int, str] = {}
-    for rx in TASK_ID_RES:
-        for m in rx.finditer(text):
-            tasks.setdefault(int(m[1]), "")
-    for m in LISTED_TASK_RE.finditer(text):
-        tasks[int(m[1])] = tasks.get(int(m[1])) or m[2][:80]
-    for m in MAIL_RE.finditer(text):
-        if m["task"]:
-            tasks[int(m["task"])] = tasks.get(int(m["task"])) or _first(m["body"])[:80]
-    for m in TASK_ITEM_RE.finditer(text):
-        subject = m[2].strip()
-        if int(m[1]) in tasks and not tasks[int(m[1])] and 0 < len(subject) <= 80:
-            tasks[int(m[1])] = subject
+def _tasks(
+    text: str, mails: list[InboxMail], facts: AgentFacts | None, claimed: dict[int, str]
+) -> dict[int, str]:
+    """Every task id in the text (`team.facts`), with a subject where one is known."""
+    tasks: dict[int, str] = dict.fromkeys(task_ids(text), "")
+    for t, subject in [*(facts.tasks if facts else ()), *claimed.items()]:
+        tasks[t] = tasks.get(t) or subject[:80]
+    for m in mails:
+        if m.task is not None:
+            tasks[m.task] = tasks.get(m.task) or _first(m.body)[:80]
     return dict(sorted(tasks.items()))
 
 
-def _done(text: str) -> set[int]:
-    return {int(m[1]) for m in DONE_RE.finditer(text)}
+def _board_lines(text: str) -> tuple[set[int], dict[int, str]]:
+    """Tasks the board said were completed, and claimed ones with their subjects: read
+    line by line with the readers beside the board tools' writers (`team.tasks.wording`)."""
+    done: set[int] = set()
+    claimed: dict[int, str] = {}
+    if "task #" not in text:
+        return done, claimed
+    for ln in text.splitlines():
+        ln = ln.lstrip()
+        if (t := parse_completed(ln)) is not None:
+            done.add(t)
+        elif claim := parse_claimed(ln):
+            claimed.setdefault(*claim)
+    return done, claimed
 
 
-def _task_lines(tasks: dict[int, str], text: str) -> list[str]:
+def _task_lines(tasks: dict[int, str], done: set[int]) -> list[str]:
     if not tasks:
         return ["No task ids in this segment."]
-    done = _done(text)
     if len(tasks) > 30:  # keep every id, drop the subjects
         return ["Ids: " + ", ".join(f"#{t}{' (completed)' if t in done else ''}" for t in tasks)]
     return [
@@ -244,24 +237,22 @@ def _task_lines(tasks: dict[int, str], text: str) -> list[str]:
     ]
 
 
-def _names(text: str) -> list[str]:
-    names: list[str] = []
-    me = m["name"] if (m := SELF_RE.search(text)) else ""
-    for src in (t for ln in text.splitlines() if "Teammates:" in ln for t in teammates(ln, me)):
-        names.append(src)
-    for m in SENDER_RE.finditer(text):
-        names.append(m[1] or m[2])
+def _names(mails: list[InboxMail], facts: AgentFacts | None) -> list[str]:
+    """The teammates (from the facts), then everyone who sent mail, without the agent."""
+    me = facts.name if facts else ""
+    names = [n for n, _ in facts.teammates] if facts else []
+    names += [m.sender for m in mails]
     return [n for n in dict.fromkeys(names) if n and n != me]
 
 
-def _mail_lines(mails: list[re.Match[str]], names: list[str]) -> tuple[list[str], list[str]]:
+def _mail_lines(mails: list[InboxMail], names: list[str]) -> tuple[list[str], list[str]]:
     """One line per teammate always (so every name survives), more lines if budget allows."""
     firsts: dict[str, str] = {}
     more: list[str] = []
     for m in mails:
-        line = f"{m['sender']} ({m['type']}{_task_tag(m['task'])}): {_first(m['body'])[:120]}"
-        if m["sender"] not in firsts:
-            firsts[m["sender"]] = line
+        line = f"{m.sender} ({m.type}{_task_tag(m.task)}): {_first(m.body)[:120]}"
+        if m.sender not in firsts:
+            firsts[m.sender] = line
         else:
             more.append(line)
     always = list(firsts.values())
@@ -269,8 +260,8 @@ def _mail_lines(mails: list[re.Match[str]], names: list[str]) -> tuple[list[str]
     return always, more
 
 
-def _task_tag(task: str | None) -> str:
-    return f" #{task}" if task else ""
+def _task_tag(task: int | None) -> str:
+    return f" #{task}" if task is not None else ""
 
 
 def _first(text: str) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from team.llm.base import InboxMail
 
 MessageType = Literal[
     "message",
@@ -38,10 +41,52 @@ class MailMessage(BaseModel):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
 
+    def as_mail(self) -> InboxMail:
+        """The message as the model is shown it, as data (`AgentFacts.new_mail`)."""
+        return InboxMail(self.sender, self.type, self.id, self.task_id, self.content)
+
     def as_prompt(self) -> str:
         """How the message reaches the model: sender, type and id in view."""
-        task = f' task="{self.task_id}"' if self.task_id is not None else ""
-        return (
-            f'<message from="{self.sender}" type="{self.type}" id="{self.id}"{task}>\n'
-            f"{self.content}\n</message>"
-        )
+        return render_prompt(self.as_mail())
+
+
+# The one writer of the <message> envelope and, beside it, its one reader: only for the
+# older mail a context still holds as text (new mail reaches a model as `AgentFacts`).
+_OPEN = '<message from="'
+_CLOSE = "\n</message>"
+_HEAD = re.compile(
+    r'<message from="([^"\n]{0,200})" type="([^"\n]{0,64})" id="([^"\n]{0,200})"'
+    r'(?: task="(\d{1,18})")?>\n'
+)
+
+
+def render_prompt(mail: InboxMail) -> str:
+    task = f' task="{mail.task}"' if mail.task is not None else ""
+    return (
+        f'<message from="{mail.sender}" type="{mail.type}" id="{mail.id}"{task}>\n'
+        f"{mail.body}{_CLOSE}"
+    )
+
+
+def parse_prompts(text: str) -> list[InboxMail]:
+    """The messages `render_prompt` wrote into `text`, in order.
+
+    Linear in the text: each character is looked at a bounded number of times (a 10 MB
+    message must not stall the reader), so a message whose body holds the closing tag
+    ends there.
+    """
+    out: list[InboxMail] = []
+    at = text.find(_OPEN)
+    while at >= 0:
+        head = _HEAD.match(text, at)
+        if head is None:
+            at = text.find(_OPEN, at + 1)
+            continue
+        end = text.find(_CLOSE, head.end())
+        if end < 0:
+            break  # unclosed: nothing after it can be a whole message either
+        body = text[head.end() : end]
+        task = int(head[4]) if head[4] else None
+        out.append(InboxMail(head[1], head[2], head[3], task, body))
+        at = text.find(_OPEN, end + len(_CLOSE))
+    return out

@@ -24,7 +24,6 @@ a recorded `compact` that failed still compacts here.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -42,16 +41,12 @@ from team.errors import UserError
 from team.events import EventSink
 from team.llm.base import ModelError, ModelRequest
 from team.llm.sim import SimModel
+from team.mailbox.message import parse_prompts
 from team.mailbox.waker import PollingWaker
 from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
+from team.tasks.wording import parse_claimed, parse_completed
 from team.workspace import Workspace
-
-TASK_MAIL_RE = re.compile(
-    r'<message from="[^"]*" type="task" id="[^"]*" task="(\d+)"[^>]*>\n?([^\n]*)'
-)
-CLAIMED_RE = re.compile(r"^(?:You )?claimed (?:open )?task #(\d+): ([^\n]*)", re.M)
-COMPLETED_RE = re.compile(r"^completed task #(\d+)")
 
 
 class ReplayError(UserError):
@@ -172,20 +167,29 @@ class _LogBoard:
     done: set[int] = field(default_factory=set)
 
     def see(self, blocks: list[Block]) -> None:
+        """Learn from one user record, through the readers beside the writers: task mail
+        (`parse_prompts`), claims and completions (`team.tasks.wording`)."""
         for b in blocks:
             text = b.text if isinstance(b, TextBlock) else ""
             if isinstance(b, ToolResultBlock) and not b.is_error:
                 text = b.content
-                if m := COMPLETED_RE.match(text):
-                    self.done.add(int(m[1]))
-            for m in (*TASK_MAIL_RE.finditer(text), *CLAIMED_RE.finditer(text)):
-                self.subjects.setdefault(int(m[1]), m[2].strip())
+                if (done := parse_completed(text)) is not None:
+                    self.done.add(done)
+            for mail in parse_prompts(text):
+                if mail.type == "task" and mail.task is not None:
+                    self.subjects.setdefault(mail.task, _first_line(mail.body))
+            if claim := parse_claimed(text):
+                self.subjects.setdefault(*claim)
 
     def open_for(self, agent: str) -> list[Any]:
         return [_Task(t, s) for t, s in sorted(self.subjects.items()) if t not in self.done]
 
     def claim_next(self, agent: str) -> None:
         return None
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n", 1)[0].strip()
 
 
 @dataclass(frozen=True)
