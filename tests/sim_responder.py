@@ -3,6 +3,11 @@
 The server hands it raw request JSON; it reads it back into a `ModelRequest` the way the
 simulator expects and answers with the simulator's next step. So an end-to-end run through
 the real `anthropic` SDK exercises the same tool use, messaging and compaction as a sim run.
+
+The facts never travel over the wire, so given the workspace the responder rebuilds them
+as the loop does (the agent is the one whose system prompt this is, its tasks are on the
+board, its new mail is in the newest user message); without one the simulator works
+without facts.
 """
 
 from __future__ import annotations
@@ -12,9 +17,13 @@ import threading
 import time
 from typing import Any
 
+from team.agents.identity import agent_facts, system_prompt
 from team.conversation import Message
-from team.llm.base import ModelRequest, ToolSpec
+from team.llm.base import AgentFacts, ModelRequest, ToolSpec
 from team.llm.sim import SimModel
+from team.mailbox.message import parse_prompts
+from team.tasks import TaskBoard
+from team.workspace import Workspace
 
 _SIM = SimModel()
 _LOCK = threading.Lock()
@@ -27,8 +36,22 @@ def _system_text(system: Any) -> str:
     return system or ""
 
 
-def respond(body: dict[str, Any]) -> dict[str, Any]:
+def facts(ws: Workspace, system: str, messages: list[Message]) -> AgentFacts | None:
+    """The facts the loop would have sent with this request (None: not an agent's turn)."""
+    config = ws.load_config()
+    for cfg in config.agents:
+        if system_prompt(agent_facts(cfg, config), cfg.prompt) == system:
+            mine = [t for t in TaskBoard(ws.tasks_dir).open_for(cfg.name) if t.status != "blocked"]
+            last = messages[-1] if messages and messages[-1].role == "user" else None
+            mail = parse_prompts(last.text()) if last else []
+            return agent_facts(cfg, config, mine, mail)
+    return None
+
+
+def respond(body: dict[str, Any], ws: Workspace | None = None) -> dict[str, Any]:
     system = _system_text(body.get("system"))
+    messages = [Message.from_dict(msg) for msg in body["messages"]]
+    known = facts(ws, system, messages) if ws is not None else None
     m = re.search(r"You are '([a-z][a-z0-9_-]*)'", system)
     tools = [
         ToolSpec(t["name"], t.get("description", ""), t["input_schema"])
@@ -36,7 +59,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     ]
     request = ModelRequest(
         system=system,
-        messages=[Message.from_dict(msg) for msg in body["messages"]],
+        messages=messages,
         tools=tools,
         max_tokens=body["max_tokens"],
         tool_choice="none"
@@ -46,7 +69,8 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         purpose="summary"
         if not tools or body.get("tool_choice", {}).get("type") == "none"
         else "agent",
-        agent=m.group(1) if m else "",
+        agent=known.name if known else m.group(1) if m else "",
+        facts=known,
     )
     if DELAY["s"]:
         time.sleep(DELAY["s"])

@@ -60,6 +60,7 @@ class HeldResponder:
         self.calls = 0
         self._lock = threading.Lock()
         self._open = threading.Event()
+        self.ws = None  # the team it answers for (see sim_responder.facts)
 
     def __call__(self, body: dict) -> dict:
         with self._lock:
@@ -67,7 +68,7 @@ class HeldResponder:
             held = self.calls > self.n
         if held:
             self._open.wait(60)
-        return sim_responder.respond(body)
+        return sim_responder.respond(body, self.ws)
 
     def release(self) -> None:
         self._open.set()
@@ -75,6 +76,7 @@ class HeldResponder:
 
 def run_full_team(tmp_path, api, held: HeldResponder):
     ws = make_workspace(tmp_path / "ws", MODEL)
+    held.ws = ws
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     assign(ws, "bob", "Check tests/test_inventory.py covers every function")
     assign(ws, "--any", "Count the lines of every Python file under src/")
@@ -128,8 +130,8 @@ def test_the_team_finishes_when_a_fifth_of_calls_fail(tmp_path):
 def test_kill_9_in_the_middle_then_resume(tmp_path):
     sim_responder.DELAY["s"] = 0.02
     try:
-        with FakeMessagesAPI(sim_responder.respond) as api:
-            ws = make_workspace(tmp_path / "ws", MODEL)
+        ws = make_workspace(tmp_path / "ws", MODEL)
+        with FakeMessagesAPI(lambda body: sim_responder.respond(body, ws)) as api:
             for owner, subject in [
                 ("alice", "Review src/inventory.py and list its functions"),
                 ("bob", "Check tests/test_inventory.py covers every function"),

@@ -93,7 +93,7 @@ def test_unknown_model_fails_one_agent_and_status_says_why(tmp_path):
     def respond(body):
         if agent_of(body) == "alice":
             raise FakeError(404, f"model: {body['model']}")
-        return sim_responder.respond(body)
+        return sim_responder.respond(body, ws)
 
     with FakeMessagesAPI(respond) as api:
         proc = up(ws, api)
@@ -125,7 +125,9 @@ def test_unknown_model_fails_one_agent_and_status_says_why(tmp_path):
 
 def test_overloaded_api_is_waited_out_and_a_stop_does_not_wait(tmp_path):
     ws = small_team(tmp_path, names=("alice",))
-    with FakeMessagesAPI(sim_responder.respond, retry_after_ms=120_000) as api:
+    with FakeMessagesAPI(
+        lambda body: sim_responder.respond(body, ws), retry_after_ms=120_000
+    ) as api:
         api.fail_next(529)  # the server asks for two minutes' patience
         proc = up(ws, api)
         try:
@@ -153,7 +155,7 @@ def test_overloaded_api_is_waited_out_and_a_stop_does_not_wait(tmp_path):
 def test_a_prompt_too_long_is_compacted_and_the_work_goes_on(tmp_path):
     ws = make_workspace(tmp_path / "ws", MODEL, threshold=1_000_000)  # auto never fires
     assign(ws, "alice", "Review src/inventory.py and list its functions")
-    with FakeMessagesAPI(sim_responder.respond, context_window=3000) as api:
+    with FakeMessagesAPI(lambda body: sim_responder.respond(body, ws), context_window=3000) as api:
         proc = up(ws, api, "--until-idle", "--idle-grace", "1")
         out, err = proc.communicate(timeout=180)
         too_long = [c for c in api.calls if "prompt is too long" in c.error]

@@ -6,8 +6,9 @@ rest is read fresh from the messages on every call, each through the reader that
 beside its writer: older mail (`parse_prompts`), board tool results
 (`team.tasks.wording`), `list_tasks` JSON, the agent's own earlier tool calls and the
 progress lines its summaries carried over. Nothing is remembered between calls. Without
-facts (a scripted test, a replayed foreign session) the agent is "agent", knows no
-teammates and learns its tasks from the mail and the board it sees.
+facts (a scripted test, a request that came over the wire) the agent is
+`request.agent`, knows no teammates and learns its tasks from the mail, the claims and
+the `list_tasks` results it sees.
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ def read_situation(request: ModelRequest) -> Situation:
     """Everything the policy needs: the request's facts, tools and messages."""
     s = Situation(tools=frozenset(t.name for t in request.tools))
     facts = request.facts
+    s.me = request.agent or s.me
     if facts is not None:
         s.me, s.role = facts.name, facts.role
         s.teammates = [n for n, _ in facts.teammates if n != facts.name]
@@ -149,8 +151,13 @@ def read_situation(request: ModelRequest) -> Situation:
         _apply_user_text(s, text, index=i, guess=facts is None)
     if facts is not None:
         s.new_mail = [Mail(m) for m in facts.new_mail]
-    else:  # no facts: the mail in the newest user message is new
-        s.new_mail = [m for m in s.mail if m.index == last]
+        return s
+    # No facts: the mail in the newest user message is new, and a task the agent's own
+    # progress lines carried over a compaction is still its own unless it finished it.
+    s.new_mail = [m for m in s.mail if m.index == last]
+    for task in s.resumed:
+        if task not in s.closed:
+            s.owner.setdefault(task, "me")
     return s
 
 
