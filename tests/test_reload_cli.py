@@ -5,11 +5,13 @@ team runs"). The CLI in subprocesses, real files."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 from conftest import run_team
 from teamrun import make_workspace, wait_for
+from test_sandbox_e2e import bin_without_bwrap
 
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
@@ -17,12 +19,13 @@ from team.tasks import TaskBoard
 REFUSED = "team.toml changed while the team runs"
 
 
-def up_forever(ws) -> subprocess.Popen:
+def up_forever(ws, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -121,3 +124,21 @@ def warnings(ws) -> str:
     with sqlite3.connect(ws.events_db) as conn:
         rows = conn.execute("select detail from agent_events where kind = 'warning'").fetchall()
     return "\n".join(r[0] or "" for r in rows)
+
+
+def test_an_added_agent_whose_sandbox_cannot_work_is_refused(tmp_path):
+    """As at `team up`: sandbox = "bwrap" without a working bubblewrap starts nothing."""
+    ws = make_workspace(tmp_path / "ws", "sim")
+    env = {"PATH": bin_without_bwrap(tmp_path)}
+    proc = up_forever(ws, env)
+    try:
+        wait_for(lambda: ws.status_path.exists(), what="the team to be up")
+        with ws.config_path.open("a") as f:
+            f.write('\n[[agents]]\nname = "dave"\nrole = "reviewer"\nsandbox = "bwrap"\n')
+        wait_for(lambda: REFUSED in warnings(ws), what="the refusal")
+        assert 'sandbox = "bwrap"' in warnings(ws) and "not installed" in warnings(ws)
+        assert status(ws)["dave"]["state"] == "not running"
+    finally:
+        if proc.poll() is None:
+            stop(proc, ws)
+    assert not ws.session_log("dave").exists()

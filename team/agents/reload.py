@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from team.agents import sandbox
 from team.config import ConfigError, TeamConfig, load_config
 
 
@@ -98,4 +99,12 @@ class ConfigWatch:
             new = load_config(self.path)
         except ConfigError as e:
             return Reload(running, refused=f"{e}; {_KEPT}")
-        return plan(running, new, membership=self.membership)
+        change = plan(running, new, membership=self.membership)
+        if change.added:  # as `team up` checks at start: never a silent unconfined agent
+            avail = sandbox.detect()
+            try:
+                for name in change.added:
+                    sandbox.mode_for(new, name, avail)
+            except sandbox.SandboxError as e:
+                return Reload(running, refused=f"{_WHAT}: {e}; {_KEPT}")
+        return change

@@ -298,7 +298,10 @@ class Runtime:
         agents = {}
         for name in list(self.names):
             agent = self.agents.get(name)
-            st = agent.status.snapshot() if agent else {"state": "starting"}
+            if agent is not None:
+                st = agent.status.snapshot()
+            else:  # a build that keeps failing is not "starting"
+                st = {"state": "crashed, restarting" if self.crashes.get(name) else "starting"}
             st["pending"] = self.inboxes.mailbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             if self.activity is not None:
