@@ -8,7 +8,9 @@ the API's 20-block lookback and 1,024-token minimum):
 
 - single: 40 read_file calls (1-6k chars), 30 bash calls (0.5-4k), one reply with 4
   parallel bash calls, auto threshold 50k;
-- long: a recorded-like session of 300 replies and ~200k characters of tool output.
+- long: a recorded-like session of 300 replies and ~200k characters of tool output;
+- the Claude Code fixtures of `bench/session_fixtures.py`, replayed as
+  `team experiment --replay` does.
 
 Printed per workload and strategy:
 - achieved / ideal: billed input with our breakpoints over an ideal cache on the very
@@ -16,6 +18,8 @@ Printed per workload and strategy:
   shares with any earlier one and writes the rest). Target <= 1.1.
 - default / uncached reference: billed input of the default strategy over the reference
   strategy (eager micro) billed with no prompt caching at all. Target <= 0.3.
+- x manual-only: over micro and auto off, at the end and at the worst of every shorter
+  ending of the same session. Target <= 1: the default never costs more.
 
     .venv/bin/python bench/bench_cache.py
 """
@@ -173,27 +177,73 @@ def uncached(sent) -> float:
     return sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for _, u in sent)
 
 
+STRATEGIES = {
+    "default": CompactionConfig(),
+    "reference": CompactionConfig(micro_policy="eager"),
+    "manual-only": CompactionConfig(micro=False, auto=False),
+}
+
+
+def worst_ending(rounds: list[Round], step: int) -> tuple[float, int]:
+    """The highest default / manual-only over sessions cut after every `step` replies:
+    a session may end anywhere, and the default must not cost more wherever it does."""
+    worst = (0.0, 0)
+    for k in range(step, len(rounds) + 1, step):
+        ratio = billed(drive(rounds[:k], STRATEGIES["default"])) / billed(
+            drive(rounds[:k], STRATEGIES["manual-only"])
+        )
+        worst = max(worst, (ratio, k))
+    return worst
+
+
+def fixtures() -> None:
+    """The one-tool-per-reply Claude Code fixtures, replayed as `team experiment --replay`
+    replays them (calibrated to their usage), the 300-reply ones written if missing."""
+    import session_fixtures as sf
+
+    from team.sessions.study import replay_log
+    from team.study.experiment import STRATEGIES as ALL
+
+    chosen = tuple(s for s in ALL if s.name in STRATEGIES)
+    print(f"\nfixtures ({sf.HERE}), replayed: default x manual-only, x reference")
+    for shape in sf.SHAPES:
+        path = sf.HERE / f"{shape.name}.jsonl"
+        if not path.exists():
+            sf.write(shape, sf.HERE)
+        exp = replay_log(path, threshold=50_000, strategies=chosen).experiment
+        d, m = exp.get("default"), exp.get("manual-only")
+        print(
+            f"{shape.name:<18} {shape.replies:>3} replies {shape.tool_chars:>8,} chars  "
+            f"x manual-only {d.billed_input / m.billed_input:.2f}  "
+            f"x ref {exp.ratio('default'):.2f}  (micro {d.compactions.get('micro', 0)}, "
+            f"auto {d.compactions.get('auto', 0)})"
+        )
+
+
 def main() -> None:
-    strategies = {
-        "default": CompactionConfig(),
-        "reference": CompactionConfig(micro_policy="eager"),
-        "manual-only": CompactionConfig(micro=False, auto=False),
-    }
-    for name, rounds in (("single", single()), ("long", long())):
+    for name, rounds, step in (("single", single(), 5), ("long", long(), 20)):
         out = sum(len(b.content) for _, r in rounds for b in r.content)
         print(f"\n{name}: {len(rounds)} replies, {out:,} chars of tool output")
-        runs = {s: drive(rounds, cfg) for s, cfg in strategies.items()}
+        runs = {s: drive(rounds, cfg) for s, cfg in STRATEGIES.items()}
         ref_uncached = uncached(runs["reference"])
+        manual = billed(runs["manual-only"])
         print(
-            f"{'strategy':<12} {'billed':>10} {'ideal':>10} {'ach/ideal':>9} {'x uncached ref':>15}"
+            f"{'strategy':<12} {'billed':>10} {'ideal':>10} {'ach/ideal':>9} "
+            f"{'x uncached ref':>15} {'x manual-only':>14}"
         )
         for s, sent in runs.items():
             b, i = billed(sent), ideal(sent)
-            print(f"{s:<12} {b:>10,.0f} {i:>10,.0f} {b / i:>9.2f} {b / ref_uncached:>15.2f}")
+            print(
+                f"{s:<12} {b:>10,.0f} {i:>10,.0f} {b / i:>9.2f} {b / ref_uncached:>15.2f} "
+                f"{b / manual:>14.2f}"
+            )
+        ratio, at = worst_ending(rounds, step)
         print(
-            f"reference uncached: {ref_uncached:,.0f}  "
-            "(targets: ach/ideal <= 1.1; default x uncached ref <= 0.3)"
+            f"reference uncached: {ref_uncached:,.0f}; default x manual-only at its worst "
+            f"session end (every {step} replies): {ratio:.3f} after {at}"
         )
+        print("(targets: ach/ideal <= 1.1; default x uncached ref <= 0.3; x manual-only <= 1)")
+    fixtures()
 
 
 if __name__ == "__main__":

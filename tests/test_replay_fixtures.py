@@ -9,6 +9,7 @@ calibrated on the log's own usage: a deterministic computation, not a timing.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -48,3 +49,20 @@ def test_replayed_through_the_cli_default_never_bills_more_than_manual_only(name
     assert len({o["tool_output_chars"] for o in rows.values()}) == 1
     assert rows["default"]["agent_calls"] == replies
     assert rows["default"]["billed_input"] <= rows["manual-only"]["billed_input"]
+
+
+def test_a_pause_in_the_recording_finds_the_cache_cold_and_micro_clears_for_free(tmp_path):
+    # cc-one-tool-71 has pauses longer than the 5-minute TTL. The compactor runs on the
+    # recorded times, so it sees them as the replay's cache does: its first clear is on
+    # a cold cache (nothing to rewrite), which is what later warm clears are paid from.
+    path = FIXTURES / "cc-one-tool-71.jsonl"
+    r = run_team("experiment", "--replay", str(path), "--keep", str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    conn = sqlite3.connect(tmp_path / "default" / ".team" / "events.db")
+    try:
+        clears = conn.execute(
+            "SELECT rewrite_tokens FROM compactions WHERE layer = 'micro' ORDER BY ts, id"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert clears and clears[0][0] == 0

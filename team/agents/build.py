@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from team import worktrees
@@ -69,6 +70,7 @@ def build_agent(
     gate: AutoGate | None = None,
     toolbox: Tools | None = None,
     waker: Waker | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Agent:
     """Build agent `name` of `parts.config`, ready to `run()` (it resumes from its log).
 
@@ -77,6 +79,8 @@ def build_agent(
         gate: the auto layer's failure state, to carry over a thread restart.
         toolbox: the tools (default: the real `Toolbox`; replay passes one that runs none).
         waker: how the idle agent waits for mail (default: its inbox's waker).
+        clock: when the prompt cache expires (default: monotonic time; a replay passes
+            the recorded times, so a pause in the recording finds the cache cold).
     """
     config = parts.config
     cfg = config.agent(name)
@@ -95,6 +99,7 @@ def build_agent(
         overhead_chars=overhead_chars(system, tools),
         root=parts.ws.root,
         gate=gate,
+        clock=clock or time.monotonic,
     )
     teamwork = Teamwork(parts.ws, config, parts.board, parts.sink, courier=parts.courier)
     if toolbox is None:

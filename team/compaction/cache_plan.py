@@ -58,6 +58,7 @@ class BreakpointPlanner:
         self.ttl_s = TTL_SECONDS[ttl]
         self._clock = clock
         self._last_call: float | None = None
+        self._planned_at: float | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -83,6 +84,7 @@ class BreakpointPlanner:
             next_clear: the oldest result micro may clear later (see `MicroCompactor`).
             cleared_from: the oldest result this request newly clears, if it clears.
         """
+        self._planned_at = self._clock()
         points: list[BlockRef] = []
         end = end_of(view)
         if end is not None:
@@ -105,9 +107,11 @@ class BreakpointPlanner:
         return tuple(unique)
 
     def sent_request(self, view: list[Message]) -> None:
-        """The request that sent `view` was answered: its prefix is now cached."""
+        """The request that sent `view` was answered: its prefix is now cached (as of
+        when it was planned: a replay's clock is the recorded time of each call)."""
         self.sent = view
-        self._last_call = self._clock()
+        self._last_call = self._planned_at if self._planned_at is not None else self._clock()
+        self._planned_at = None
 
     def previous_end(self, view: list[Message]) -> BlockRef | None:
         """The previous request's last block, if this view still starts with it."""

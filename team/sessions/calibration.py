@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,6 +212,19 @@ class CalibratedReplay:
     def left(self, agent: str) -> int:
         """Recorded replies not yet given."""
         return len(self._turns.get(agent, ()))
+
+    def clock(self, agent: str) -> Callable[[], float]:
+        """The agent's compactor clock: the recorded time of its next reply (the call
+        being prepared), so the compactor sees the cache go cold where this model's
+        cache does."""
+
+        def now() -> float:
+            with self._lock:
+                times = self._times.get(agent)
+                upcoming = times[0] if times else None
+                return upcoming if upcoming is not None else self._now.get(agent, 0.0)
+
+        return now
 
     def _cache(self, agent: str) -> PromptCache:
         if agent not in self._caches:

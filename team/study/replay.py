@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,11 @@ class ReplayModel(SimModel):
         """Recorded replies not yet given."""
         return len(self._turns.get(agent, ()))
 
+    def clock(self, agent: str) -> Callable[[], float] | None:
+        """The agent's prompt-cache clock; None: our logs keep no call times, so the
+        replay runs on real time (a warm cache throughout)."""
+        return None
+
     def _turn(self, request: ModelRequest) -> tuple[Block, ...]:
         with self._turn_lock:
             queue = self._turns.get(request.agent)
@@ -228,6 +234,7 @@ def replay_agent(
         compaction=compaction,
         toolbox=_NoTools(),
         waker=PollingWaker(parts.stop),
+        clock=model.clock(name),
     )
     steps = 0
     compact_focus: dict[str, str | None] = {}  # tool_use id of a pending `compact` -> focus
