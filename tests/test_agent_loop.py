@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from team.agents.runtime import Runtime
 from team.agents.session import SessionLog
@@ -147,6 +148,29 @@ def test_a_crashed_agent_thread_is_restarted_and_finishes(tmp_path):
     kinds = [e.kind for e in sink.of(AgentEvent) if e.agent == "alice"]
     assert "crashed" in kinds and "restarted" in kinds
     assert TaskBoard(ws.tasks_dir).all_done()
+
+
+def test_an_agent_that_cannot_even_be_built_does_not_hold_up_a_stop(tmp_path):
+    """It crash-loops before it could read a shutdown request: the stop ends its backoff."""
+    ws = workspace(tmp_path)
+    ws.session_log("alice").mkdir(parents=True)  # a folder where its log should be
+    sink = MemorySink()
+    rt = runtime(ws, ScriptedModel(default=reply("ok")), sink)
+    rt.start()
+    try:
+        deadline = time.monotonic() + 60
+        while rt.crashes.get("alice", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rt.crashes.get("alice", 0) >= 2
+        assert rt.status()["agents"]["alice"]["state"] == "crashed, restarting"
+        rt.request_stop()
+        waiting = threading.Thread(target=rt.wait, kwargs={"stop_grace": 600}, daemon=True)
+        waiting.start()
+        waiting.join(timeout=60)  # without the check it waits out stop_grace
+        assert not waiting.is_alive(), "a crash-looping agent held the team up"
+    finally:
+        rt.close()
+    assert [e.kind for e in sink.of(AgentEvent) if e.agent == "bob"][-1] == "stopped"
 
 
 def test_shutdown_during_a_tool_batch_keeps_the_batch_and_repeats_nothing(tmp_path):

@@ -144,10 +144,25 @@ class Runtime:
                 self.crashes[name] = self.crashes.get(name, 0) + 1
                 log.exception("%s: agent crashed; restarting in %.1fs", name, backoff)
                 self.sink.emit(AgentEvent(name, "crashed", f"{type(e).__name__}: {e}"))
-                if self.stop.wait(backoff):
+                if not self._wait_to_restart(name, backoff):
                     return
                 backoff = min(MAX_BACKOFF_S, backoff * 2)
                 self.sink.emit(AgentEvent(name, "restarted"))
+
+    def _wait_to_restart(self, name: str, seconds: float) -> bool:
+        """Wait out a crash backoff; False when the agent is not to run again.
+
+        A crashed agent cannot answer a shutdown request, so the stop is seen here:
+        Ctrl-C, SIGTERM or removal from team.toml end its backoff at once, instead of an
+        agent whose build keeps failing holding the team up for ever.
+        """
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.stop.wait(min(left, 0.2)):
+                return False
+            if self._stopping or name not in self.names:
+                return False
+        return not (self._stopping or name not in self.names)
 
     @property
     def stopping(self) -> bool:
@@ -298,10 +313,9 @@ class Runtime:
         agents = {}
         for name in list(self.names):
             agent = self.agents.get(name)
-            if agent is not None:
-                st = agent.status.snapshot()
-            else:  # a build that keeps failing is not "starting"
-                st = {"state": "crashed, restarting" if self.crashes.get(name) else "starting"}
+            st = agent.status.snapshot() if agent is not None else {"state": "starting"}
+            if st["state"] == "starting" and self.crashes.get(name):
+                st["state"] = "crashed, restarting"  # it crashes before it gets going
             st["pending"] = self.inboxes.mailbox(name).pending_count()
             st["crashes"] = self.crashes.get(name, 0)
             if self.activity is not None:
