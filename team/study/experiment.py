@@ -74,7 +74,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
         DEFAULT,
         "what a team.toml with no [compaction] gets: the reference rules, micro clears in "
-        "batches that pay for the cache rewrite (micro_policy cost), auto at the threshold",
+        "batches that pay for the cache rewrite, bought only with savings already made "
+        "(micro_policy cost), auto at the threshold",
         {},
     ),
     Strategy(
