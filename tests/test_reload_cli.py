@@ -65,7 +65,8 @@ def test_an_agent_added_to_team_toml_starts_and_a_removed_one_stops(tmp_path):
         task = assign(ws, "dave", "Review src/inventory.py and list its functions")
         wait_for(lambda: completed(ws, task), what="dave to complete his task")
         assert TaskBoard(ws.tasks_dir).get(task).owner == "dave"
-        assert status(ws)["dave"]["state"] in ("idle", "working")
+        # the snapshot is rewritten each second: the next one shows him at work or idle
+        wait_for(lambda: status(ws)["dave"]["state"] in ("idle", "working"), what="dave's state")
 
         text = ws.config_path.read_text()
         head, sep, rest = text.partition('[[agents]]\nname = "carol"')
