@@ -17,6 +17,8 @@ version of the journal older than the files it read for it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import threading
@@ -42,19 +44,25 @@ Reader = Callable[[int, Path], "Task | None"]
 def note_written(root: Path, task_ids: list[int]) -> None:
     """Append ids whose files just changed; call with the board lock held."""
     path = root / JOURNAL
-    try:
-        if path.stat().st_size > JOURNAL_MAX_BYTES:
-            tmp = root / f"{JOURNAL}.{os.getpid()}.tmp"
-            tmp.write_bytes(b"")
-            os.replace(tmp, path)  # a new inode: every reader sees the rotation
-    except FileNotFoundError:
-        pass
     line = "".join(f"{i}\n" for i in task_ids).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)  # one small append: readers see whole lines or none of them
-    finally:
-        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_size > JOURNAL_MAX_BYTES:
+                tmp = root / f"{JOURNAL}.{os.getpid()}.tmp"
+                tmp.write_bytes(b"")
+                os.replace(tmp, path)  # a new inode: every reader sees the rotation
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if os.write(fd, line) != len(line):  # one small append: whole lines or none
+                raise OSError(errno.ENOSPC, "short write to the board journal")
+        finally:
+            os.close(fd)
+    except OSError:
+        # The task file is written already: the write must not fail for its hint (a full
+        # disk would leave a task nobody hears of). Without a journal every reader
+        # rescans the folder, which is always right; a later writer starts a new one.
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 class BoardView:
