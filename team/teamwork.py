@@ -21,7 +21,7 @@ from team.errors import UserError
 from team.events import EventSink
 from team.mailbox import post
 from team.mailbox.message import MailMessage
-from team.tasks import Board, Task, rules
+from team.tasks import Board, Task, rules, wording
 from team.workspace import USER, Workspace
 
 log = logging.getLogger(__name__)
@@ -178,14 +178,8 @@ class Teamwork:
     def plan_reviewed(self, task: Task, reviewer: str) -> None:
         if task.owner is None:
             return
-        if task.plan_state == "approved":
-            note = f" Note: {task.plan_feedback}" if task.plan_feedback else ""
-            text = f"Your plan for task #{task.id} is approved: go ahead.{note}"
-        else:
-            text = (
-                f"Your plan for task #{task.id} is rejected: {task.plan_feedback}\n"
-                "Revise it and submit_plan again."
-            )
+        approved = task.plan_state == "approved"
+        text = wording.plan_answer(task.id, approved, task.plan_feedback)
         self._send(task.owner, text, reviewer, type="plan_response", task_id=task.id)
 
     # -- goals --------------------------------------------------------------------------

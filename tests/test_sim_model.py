@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from team.agents.identity import identity_block, system_prompt
+from team.compaction.summary import ask_focus
 from team.conversation import (
     Message,
     TextBlock,
@@ -158,7 +159,7 @@ def summary_request(
         "pending tasks with ids, current work, next step."
     )
     if focus:
-        system += f"\nFocus: {focus}"
+        system += "\n" + ask_focus(focus)
     return ModelRequest(
         system=system,
         messages=[Message.user(segment)],

@@ -67,6 +67,25 @@ class _ChunkTooLong(Exception):
     """A chunk did not fit the model's window (our chars/4 estimate undercounted it)."""
 
 
+_FOCUS_HEAD = "The agent asked to focus on: "
+_FOCUS_TAIL = ". Give it the most detail."
+
+
+def ask_focus(focus: str) -> str:
+    """The line of a summary request that names the agent's focus (`compact{focus}`)."""
+    return f"{_FOCUS_HEAD}{' '.join(focus.split())}{_FOCUS_TAIL}"
+
+
+def read_focus(text: str) -> str:
+    """The focus an `ask_focus` line in `text` names ("" when there is none)."""
+    at = text.find(_FOCUS_HEAD)
+    if at < 0:
+        return ""
+    start = at + len(_FOCUS_HEAD)
+    end = text.find(_FOCUS_TAIL, start)
+    return text[start:end] if end >= 0 else ""
+
+
 def render_block(block) -> str:
     if isinstance(block, TextBlock):
         return block.text
@@ -239,9 +258,7 @@ class Summariser:
             return None  # the view itself no longer fits: summarise in chunks instead
 
     def _system(self, identity: str, focus: str | None) -> str:
-        focus_line = (
-            f"\n\nThe agent asked to focus on: {focus}. Give it the most detail." if focus else ""
-        )
+        focus_line = "\n\n" + ask_focus(focus) if focus else ""
         return SUMMARY_SYSTEM.format(
             identity=identity, sections=", ".join(SECTIONS), focus=focus_line
         )

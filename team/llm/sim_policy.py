@@ -31,8 +31,9 @@ from team.llm.sim_reading import (
 )
 
 RUN_RE = re.compile(r"\brun\s+`([^`\n]{1,200})`", re.I)
-GREP_HIT_RE = re.compile(r"^(?:\./)?([\w.][\w./-]*):\d+:", re.M)
-WC_LINE_RE = re.compile(r"^\s*(\d+)\s+(?:\./)?(\S.*?)\s*$", re.M)
+GREP_HIT_RE = re.compile(r"(?:\./)?([\w.][\w./-]*):\d+:")
+WC_LINE_RE = re.compile(r"\s*(\d+)\s+(?:\./)?(\S.*)")
+MAX_LINE = 4096  # longer output lines name no file worth reading (and are never re-scanned)
 SKIP_DIRS = (".team/", ".transcripts/", ".git/", ".venv/")
 STOPWORDS = frozenset(
     {"the", "this", "that", "with", "from", "into", "task", "file", "files", "please", "make"}
@@ -336,7 +337,8 @@ def _found_files(s: Situation, task: int, segment: list[Call]) -> list[str]:
         for c in segment:
             if _kind(c.use) != kind:
                 continue
-            for m in pattern.finditer(c.output):
+            lines = (ln.strip() for ln in c.output.splitlines() if len(ln) <= MAX_LINE)
+            for m in filter(None, map(pattern.match, lines)):
                 p = m[m.lastindex or 1]
                 if p != "total" and p != own and not p.startswith(SKIP_DIRS) and p not in paths:
                     paths.append(p)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from team.compaction.summary import render_block
+from team.compaction.summary import read_focus, render_block
 from team.conversation import Message
 from team.facts import iter_paths, task_ids
 from team.llm.base import AgentFacts, InboxMail
@@ -22,7 +22,6 @@ from team.tasks.wording import parse_claimed, parse_completed
 MAX_CHARS = 7600  # ~1,900 tokens: the ceiling whatever the input
 MIN_CHARS = 900
 LINE_CHARS = 160
-FOCUS_RE = re.compile(r"(?im)\bfocus(?:\s+on)?\s*[:=]\s*(.+)$|\bfocus\s+on\s+(.+)$")
 ERROR_RE = re.compile(
     r"(?i)(error|exception|traceback|\bfailed|\bfailure|\bfatal|not found|no such file"
     r"|denied|\binvalid)"
@@ -46,15 +45,15 @@ def summarise(
     Every scan is linear in the text (a 10 MB single-word message must not stall it).
 
     Args:
-        system: the summary request's system prompt; a `Focus: <words>` line (or
-            "focus on ...") puts matching lines first.
+        system: the summary request's system prompt; the focus it names
+            (`team.compaction.summary.ask_focus`) puts matching lines first.
         messages: the segment to summarise, as the compactor sent it.
         max_tokens: the reply's token limit; the summary stays under it.
         facts: who the agent is (its teammates are always named), when known.
     """
     text = "\n".join(render_block(b) for m in messages for b in m.content)
     lines = _lines(text)
-    focus = _focus(system)
+    focus = read_focus(system)
     words = _focus_words(focus)
     budget = min(MAX_CHARS, max_tokens * 4, max(MIN_CHARS, len(text) // 12))
 
@@ -178,13 +177,6 @@ def _paths(text: str, words: list[re.Pattern[str]]) -> list[str]:
     """File paths (`team.facts`), focus matches first, then the most mentioned."""
     counts = Counter(iter_paths(text))
     return sorted(counts, key=lambda p: (not _matches(p, words), -counts[p]))
-
-
-def _focus(system: str) -> str:
-    m = FOCUS_RE.search(system)
-    if not m:
-        return ""
-    return (m[1] or m[2] or "").strip().strip("\"'.").strip()
 
 
 def _focus_words(focus: str) -> list[re.Pattern[str]]:

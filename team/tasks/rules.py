@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from team.tasks import wording
 from team.tasks.model import Task, TaskError
 
 Tasks = Mapping[int, Task]
@@ -273,7 +274,7 @@ def submit_plan(tasks: Tasks, task_id: int, agent: str, plan: str, now: float) -
     if task.owner != agent or task.status != "in_progress":
         raise TaskError(f"task #{task_id} is not in progress with you: claim it first")
     if task.plan_state == "approved":
-        raise TaskError(f"the plan for task #{task_id} is already approved: go ahead")
+        raise TaskError(wording.already_approved(task_id))
     return _stored(task, plan=plan, plan_state="submitted", plan_feedback=None, updated_at=now)
 
 

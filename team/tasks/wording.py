@@ -14,6 +14,8 @@ PLAN_NOTE = " Submit your plan (submit_plan) before changing files."
 _CLAIMED = re.compile(r"(?:You claimed open|claimed) task #(\d{1,18}): ([^\n]*)")
 _ALREADY = re.compile(r"task #(\d{1,18}) is already yours and in progress: ([^\n]*)")
 _CREATED = re.compile(r"created task #(\d{1,18}) ")
+_PLAN = re.compile(r"Your plan for task #\d{1,18} is (approved|rejected)")
+_ALREADY_APPROVED = re.compile(r"the plan for task #\d{1,18} is already approved")
 _COMPLETED = re.compile(r"completed task #(\d{1,18}): |task #(\d{1,18}) was already completed")
 
 
@@ -65,3 +67,30 @@ def parse_completed(text: str) -> int | None:
     """The id in a `completed` (or `already_completed`) line."""
     m = _COMPLETED.match(text)
     return int(m[1] or m[2]) if m else None
+
+
+def plan_answer(task_id: int, approved: bool, feedback: str | None) -> str:
+    """The review of a plan, as its owner is told it (a `plan_response` message)."""
+    if approved:
+        note = f" Note: {feedback}" if feedback else ""
+        return f"Your plan for task #{task_id} is approved: go ahead.{note}"
+    return (
+        f"Your plan for task #{task_id} is rejected: {feedback}\n"
+        "Revise it and submit_plan again."
+    )
+
+
+def already_approved(task_id: int) -> str:
+    """Why `submit_plan` refuses a plan that was approved already."""
+    return f"the plan for task #{task_id} is already approved: go ahead"
+
+
+def parse_plan_answer(text: str) -> bool | None:
+    """True for an approval, False for a rejection (`plan_answer`), None for neither."""
+    m = _PLAN.match(text)
+    return None if m is None else m[1] == "approved"
+
+
+def says_already_approved(text: str) -> bool:
+    """Whether a `submit_plan` result is the `already_approved` refusal."""
+    return _ALREADY_APPROVED.search(text[:300]) is not None
