@@ -82,12 +82,15 @@ def _split(s: Situation) -> tuple[str, Calls] | None:
 def _reviews(s: Situation) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
     if "review_plan" not in s.tools:
         return []
-    out = []
-    for m in s.new_mail:
-        if m.type == "plan_request" and m.task is not None:
+    # Every request still in the context that no later review answered (not only new mail:
+    # after a crash the facts no longer know the mail the last turn brought).
+    reviewed = {c.task: c.index for c in s.calls if c.use.name == "review_plan"}
+    out: dict[int, tuple[str, dict[str, Any]]] = {}
+    for m in s.mail:
+        if m.type == "plan_request" and m.task is not None and m.index > reviewed.get(m.task, -1):
             args = {"task_id": m.task, "approve": True, "feedback": "Looks good; go ahead."}
-            out.append((m.task, ("review_plan", args)))
-    return out
+            out[m.task] = ("review_plan", args)
+    return list(out.items())
 
 
 def _created(c: Call) -> int | None:
