@@ -190,10 +190,18 @@ class Run:
     requests: list[ModelRequest] = field(default_factory=list)
 
 
-def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every: int = 0) -> Run:
+def drive(
+    model: SimModel,
+    world: World,
+    first: str,
+    limit: int = 40,
+    auto_every: int = 0,
+    facts: bool = True,
+) -> Run:
     """Play the agent loop until the sim ends its turn with nothing left (or `limit`).
 
-    `auto_every` > 0 compacts (as the auto layer would) after every that many replies.
+    `auto_every` > 0 compacts (as the auto layer would) after every that many replies;
+    `facts=False` sends no facts (a request rebuilt from the wire).
     """
     messages = [Message.user(first)]
     run = Run([], messages)
@@ -207,7 +215,7 @@ def drive(model: SimModel, world: World, first: str, limit: int = 40, auto_every
             tools=TOOLS,
             agent=world.agent,
             cache_breakpoints=(len(messages) - 1,),
-            facts=world.facts(new_mail),
+            facts=world.facts(new_mail) if facts else None,
         )
         new_mail = []
         reply = model.complete(request)
@@ -321,6 +329,24 @@ def test_resumes_after_compaction_instead_of_starting_over(every: int) -> None:
     assert run.compactions >= 4
     assert names(world).count("claim_task") == 2, "no task was started over"
     assert names(world).count("complete_task") == 2
+
+
+@pytest.mark.parametrize("every", [0, 2])
+def test_without_facts_it_still_finishes_what_its_context_shows(every: int) -> None:
+    world = World("alice")
+    world.add_task(3, "Fix the parser crash", owner="alice")
+    run = drive(
+        SimModel(), world, task_message("alice", 3, "Fix the parser crash"), auto_every=every
+    )
+    world2 = World("alice")
+    world2.add_task(3, "Fix the parser crash", owner="alice")
+    first = task_message("alice", 3, "Fix the parser crash")
+    bare = drive(SimModel(), world2, first, auto_every=every, facts=False)
+    assert world2.tasks[3]["status"] == "completed"
+    assert names(world2).count("claim_task") == 1 and names(world2).count("complete_task") == 1
+    # what it cannot know without facts, it leaves out: no teammate to tell
+    assert "send_message" in names(world) and "send_message" not in names(world2)
+    assert bare.compactions >= (1 if every else 0) and run.replies
 
 
 def test_idle_agent_lists_tasks_and_claims_an_unowned_one() -> None:

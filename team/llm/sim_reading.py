@@ -32,7 +32,7 @@ context carries over, where the agent's own progress lines survive."""
 # The agent states its progress in its own words ("Task #3, step 4 of 8 (read): ...");
 # the summariser keeps the latest such line per task, so a compacted agent resumes there
 # instead of starting over (which could never finish under frequent compaction).
-_PROGRESS = re.compile(r"Task #(\d{1,18}), step (\d{1,3}) of \d{1,3} \((\w{1,20})\)")
+_PROGRESS = re.compile(r"Task #(\d{1,18}), step (\d{1,3}) of (\d{1,3}) \(\w{1,20}\)")
 
 
 def progress_line(task: int, step: int, of: int, kind: str) -> str:
@@ -40,11 +40,11 @@ def progress_line(task: int, step: int, of: int, kind: str) -> str:
     return f"Task #{task}, step {step} of {of} ({kind}): "
 
 
-def progress(text: str) -> list[tuple[int, int]]:
-    """(task, step) of every progress line in `text`, in order."""
+def progress(text: str) -> list[tuple[int, int, int]]:
+    """(task, step, of) of every progress line in `text`, in order."""
     if "Task #" not in text:
         return []
-    return [(int(m[1]), int(m[2])) for m in _PROGRESS.finditer(text)]
+    return [(int(m[1]), int(m[2]), int(m[3])) for m in _PROGRESS.finditer(text)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +116,7 @@ class Situation:
     mail: list[Mail] = field(default_factory=list)  # every message still in the context
     carried: str = ""  # the summaries a compaction carried over (the sim's own text)
     resumed: dict[int, int] = field(default_factory=dict)  # task -> last step stated, in order
+    finished: set[int] = field(default_factory=set)  # tasks whose last step was stated
 
     def open_tasks(self) -> list[int]:
         return sorted(t for t, o in self.owner.items() if o == "me" and t not in self.closed)
@@ -156,7 +157,7 @@ def read_situation(request: ModelRequest) -> Situation:
     # progress lines carried over a compaction is still its own unless it finished it.
     s.new_mail = [m for m in s.mail if m.index == last]
     for task in s.resumed:
-        if task not in s.closed:
+        if task not in s.closed and task not in s.finished:
             s.owner.setdefault(task, "me")
     return s
 
@@ -164,9 +165,11 @@ def read_situation(request: ModelRequest) -> Situation:
 def _apply_user_text(s: Situation, text: str, *, index: int, guess: bool) -> None:
     if SUMMARY_HEAD in text:
         s.carried += text
-        for task, step in progress(text):
+        for task, step, of in progress(text):
             step = max(step, s.resumed.pop(task, 0))
             s.resumed[task] = step  # re-inserted: the last task mentioned comes last
+            if step >= of:
+                s.finished.add(task)  # its last step (the completion) was taken
     for m in parse_prompts(text):
         mail = Mail(m, index)
         s.mail.append(mail)

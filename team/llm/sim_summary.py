@@ -90,7 +90,7 @@ def summarise(
     sections.append(("Messages from teammates", *_mail_lines(mails, names)))
     sections.append(("Pending tasks", _task_lines(tasks, done), []))
     tail = [ln for ln in lines if _prose(ln)][-8:]
-    stated = {t: ln for ln in lines for t, _ in progress(ln)}
+    stated = {t: ln for ln in lines for t, _, _ in progress(ln)}
     # Where each unfinished task stands, kept whatever the budget: the agent resumes there.
     now = [ln for t, ln in stated.items() if t not in done][-6:] + tail[-1:]
     now += [ln for ln in lines if BOARD_CHECK in ln][-1:]
