@@ -33,15 +33,17 @@ REWORDED = Wording(
 )
 
 
-@pytest.fixture
-def reworded(monkeypatch):
-    monkeypatch.setattr(identity, "WORDING", REWORDED)
+@pytest.fixture(scope="module")
+def reworded():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(identity, "WORDING", REWORDED)
+        yield
 
 
-@pytest.fixture
-def demo_run(reworded, tmp_path):
+@pytest.fixture(scope="module")
+def demo_run(reworded, tmp_path_factory):
     """The demo team (a lead splitting a goal, three agents) run to idle, reworded."""
-    ws = prepare_demo(tmp_path / "demo", threshold=3000)
+    ws = prepare_demo(tmp_path_factory.mktemp("reworded") / "demo", threshold=3000)
     events = SqliteEventLog(ws.events_db)
     runtime = Runtime(ws, ws.load_config(), SimModel(seed=1), events, fsync=False)
     try:
@@ -85,7 +87,7 @@ def test_the_sim_team_finishes_its_tasks_under_other_words(demo_run):
     assert made and {t.owner for t in made} - {lead}, [(t.id, t.owner) for t in made]
 
 
-def test_replay_finds_the_tasks_of_a_run_recorded_under_other_words(demo_run, tmp_path):
+def test_replay_finds_the_tasks_of_a_run_recorded_under_other_words(demo_run):
     ws = demo_run
     tasks = TaskBoard(ws.tasks_dir).list()
     exp = replay_experiment(ws.root, threshold=3000, strategies=(strategy("reference"),))
