@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from team.agents.runtime import Runtime
 from team.agents.session import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
@@ -238,3 +240,32 @@ def test_a_crash_between_archive_and_log_loses_nothing(tmp_path):
     again.resume()
     assert [m.to_dict() for m in again.history.messages] == before
     assert len(list(ws.transcripts_dir("alice").glob("*.jsonl"))) == 1
+
+
+def test_mail_taken_in_before_a_crash_is_still_new_in_the_facts_after_resume(tmp_path):
+    """The log holds the mail but no reply to it: the resumed agent's first request names
+    it as new mail, as the request before the crash would have."""
+    ws = workspace(tmp_path)
+    sent = deliver(ws, "alice", "please run the tests", sender="user")
+    crashing = ScriptedModel([RuntimeError("the process died mid-call")])
+    with pytest.raises(RuntimeError):
+        runtime(ws, crashing).build_agent("alice").run(until_idle=True)
+    assert [m.id for m in crashing.requests[0].facts.new_mail] == [sent.id]
+    model = ScriptedModel([reply("on it")])
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    new = model.requests[0].facts.new_mail
+    assert [(m.id, m.sender, m.body) for m in new] == [(sent.id, "user", "please run the tests")]
+
+
+def test_mail_read_with_read_inbox_is_new_in_the_next_facts(tmp_path):
+    ws = workspace(tmp_path)
+
+    def first(request):
+        deliver(ws, "alice", "ping from bob")  # lands while the model thinks
+        return reply(ToolUseBlock("toolu_r", "read_inbox", {}))
+
+    model = ScriptedModel([first, reply("done")])
+    deliver(ws, "alice", "start", sender="user")
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    second = model.requests[1]
+    assert [m.body for m in second.facts.new_mail] == ["ping from bob"]

@@ -26,7 +26,7 @@ from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
-from team.conversation import Block, Message, TextBlock, ToolUseBlock, validate
+from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
 from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.facts import task_ids
@@ -42,6 +42,7 @@ from team.llm.base import (
     ToolSpec,
 )
 from team.mailbox.base import Inboxes, Waker
+from team.mailbox.message import parse_prompts
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,7 @@ class Agent:
         if cut:
             self._add_user(cut)
             self.sink.emit(AgentEvent(self.name, "resumed", f"{len(cut)} interrupted tool calls"))
+        self._new_mail = unanswered_mail(self.history.messages)
         self._tell_untold_tasks()
         self.status.compactions = self.history.segment
         self.status.context_tokens = self.compactor.estimate(self.history)
@@ -378,6 +380,7 @@ class Agent:
             uses, cut=cut, intake=self.intake, toolbox=self.toolbox, status=self.status
         )
         self._add_user(out.results, out.inbox_ids)
+        self._new_mail += out.mail
         if out.compact:
             self.compact("manual", "tool", out.focus)
         return out.idled
@@ -480,6 +483,20 @@ class Agent:
         )
         self.record(Note({"event": "refusal", "text": message.text()[:1000]}))
         user_notices.refused(self.name, asked, self.inboxes, self.sink)
+
+
+def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
+    """The mail in the user turns after the last reply: taken in before a crash, never
+    answered, so the next request's facts still name it as new."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    out: list[InboxMail] = []
+    for m in messages[last + 1 :]:
+        for b in m.content:
+            if isinstance(b, TextBlock):
+                out += parse_prompts(b.text)
+            elif isinstance(b, ToolResultBlock) and b.name == "read_inbox":
+                out += parse_prompts(b.content)
+    return out
 
 
 def _can_act(task) -> bool:

@@ -9,6 +9,7 @@ from team.agents import nudges
 from team.agents.intake import Intake
 from team.agents.state import AgentState
 from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import InboxMail
 
 
 class Tools(Protocol):
@@ -23,6 +24,7 @@ class Answers:
 
     results: list[Block] = field(default_factory=list)
     inbox_ids: list[str] = field(default_factory=list)  # mail that `read_inbox` handed over
+    mail: list[InboxMail] = field(default_factory=list)  # that mail, as data (the facts)
     idled: bool = False  # `idle` was called: the turn ends
     compact: bool = False  # `compact` was called: compact once the answers are recorded
     focus: str | None = None
@@ -49,6 +51,7 @@ def answer(
         elif use.name == "read_inbox":
             messages = intake.receive()
             out.inbox_ids += [m.id for m in messages]
+            out.mail += [m.as_mail() for m in messages]
             text = "\n\n".join(m.as_prompt() for m in messages) or nudges.NO_MESSAGES
             out.results.append(ToolResultBlock(use.id, text, use.name))
         elif use.name == "idle":
