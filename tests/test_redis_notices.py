@@ -115,3 +115,34 @@ def test_notices_left_when_the_node_stops_go_out_when_it_starts_again(
         backend.close()
     assert stream(tier, "bob") == [("revoked", "alice", 1)]
     assert stream(tier, "carol") == [("task", "alice", 1)]
+
+
+def test_a_notice_redis_keeps_refusing_is_set_aside_and_the_others_go_out(
+    tmp_path: Path, server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch
+) -> None:
+    monkeypatch.setattr("team.backends.outbox.RESCAN_S", 0.05)
+    tier = Tier(server.url, tmp_path / "ws")
+    stop = threading.Event()
+    backend = tier.open(wait=True, stop=stop)
+    board = backend.board()
+    task = board.create("Parse the logs", owner="bob")
+    # bob's inbox key holds a string: every XADD to it is refused (WRONGTYPE)
+    backend.link.client.set(f"team:{tier.config.team.name}:inbox:bob", "not a stream")
+    outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
+    outbox.start()
+    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    try:
+        with caplog.at_level(logging.WARNING):
+            teamwork.reassigned(task.model_copy(update={"owner": "carol"}), "bob", "alice")
+            wait_for(lambda: outbox.pending() == 0, timeout=30, what="the queue to drain")
+        assert stream(tier, "carol") == [("task", "alice", 1)]  # not held up behind bob's
+        said = [r.getMessage() for r in caplog.records]
+        assert sum("refused notice" in s for s in said) == 1, said  # one line, not a flood
+        assert sum("set notice" in s and "aside" in s for s in said) == 1, said
+        assert not any(r.exc_info for r in caplog.records)  # no traceback
+        kept = [e for e in outbox.spool.entries() if e.status == "done"]
+        assert len(kept) == 1  # bob's notice stays on disk
+    finally:
+        stop.set()
+        outbox.close(timeout=5)
+        backend.close()

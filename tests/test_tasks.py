@@ -61,6 +61,7 @@ def test_a_running_board_sees_every_write_of_another_at_once(tmp_path: Path, mon
     """Readers keep the records in memory and follow the journal; a write by another
     board (another process) is seen by the next read, across journal rotations too."""
     monkeypatch.setattr(view, "JOURNAL_MAX_BYTES", 16)  # rotate every few writes
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)  # the journal alone, never the periodic scan
     reader = TaskBoard(tmp_path / "tasks")
     writer = TaskBoard(tmp_path / "tasks")
     assert reader.list() == []
@@ -84,6 +85,54 @@ def test_a_running_board_sees_every_write_of_another_at_once(tmp_path: Path, mon
             writer.complete(t.id, t.owner or "bob")
     assert reader.all_done() is True and reader.list() == writer.list()
     assert len((tmp_path / "tasks" / view.JOURNAL).read_bytes()) <= 16 + 8
+
+
+def test_a_write_keeps_a_hand_edit_made_a_moment_before(tmp_path: Path, monkeypatch) -> None:
+    """A writer decides on the files under the lock, not on the records it holds: an
+    edit the journal never heard of is kept, not overwritten with what was there before."""
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)
+    board = TaskBoard(tmp_path / "tasks")
+    t = board.create("the old subject")
+    assert board.list()[0].subject == "the old subject"  # now held in memory
+    path = board.root / f"{t.id}.json"
+    data = json.loads(path.read_text())
+    data["subject"] = "the subject as edited by hand"
+    path.write_text(json.dumps(data))
+    board.claim(t.id, "alice")
+    on_disk = json.loads(path.read_text())
+    assert on_disk["subject"] == "the subject as edited by hand" and on_disk["owner"] == "alice"
+
+
+def test_a_journal_lost_and_made_again_is_not_mistaken_for_the_old_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A failed append (a full disk) deletes the journal; the next one can get the same
+    inode and size. A reader must still see the writes behind it."""
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)
+    reader = TaskBoard(tmp_path / "tasks")
+    writer = TaskBoard(tmp_path / "tasks")
+    t = writer.create("a")
+    assert reader.get(t.id).owner is None and reader.unclaimed() == [t]
+    journal = writer.root / view.JOURNAL
+    size = journal.stat().st_size
+    writer.claim(t.id, "bob")
+    # what a lost append leaves: a journal of the old length and (often) the old inode
+    journal.unlink()
+    journal.write_bytes(b"9\n" * (size // 2))
+    assert reader.unclaimed() == []
+    assert reader.list()[0].owner == "bob"
+
+
+def test_garbage_in_the_journal_is_not_an_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)
+    reader = TaskBoard(tmp_path / "tasks")
+    writer = TaskBoard(tmp_path / "tasks")
+    writer.create("a")
+    assert len(reader.list()) == 1
+    with (writer.root / view.JOURNAL).open("ab") as f:
+        f.write(b"\x00\x00 not an id\n")
+    writer.create("b")
+    assert [t.subject for t in reader.list()] == ["a", "b"]
 
 
 def test_finished_tasks_blocking_open_ones_still_count(board: TaskBoard) -> None:

@@ -204,6 +204,8 @@ class Runtime:
             if name not in self.names:  # `team up --agents` left it to another process
                 continue
             self.names.remove(name)
+            if name in self._deferred:  # re-added and removed again before it stopped
+                self._deferred.remove(name)
             self.failed.pop(name, None)  # removed on purpose: not a reason to exit 1
             self.sink.emit(AgentEvent(name, "removed", "removed from team.toml"))
             if name in self.alive():

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 RESCAN_S = 1.0
 """How often the spool is looked at without a wake-up (a failed file delivery retries)."""
+MAX_TRIES = 5
+"""Refusals of one notice by the server (not outages) before it is set aside."""
 
 
 class Outbox:
@@ -57,14 +59,11 @@ class Outbox:
         self.sink = sink
         self._wake = threading.Event()
         self._closing = threading.Event()
-        self._lock = threading.Lock()
-        self._queued = 0
+        self._failures: dict[str, int] = {}  # notice id -> failed deliveries (not outages)
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Start delivering, beginning with what an earlier run left in the spool."""
-        with self._lock:
-            self._queued = self.spool.pending_count()
         self._thread = threading.Thread(target=self._run, name="outbox", daemon=True)
         self._thread.start()
 
@@ -75,14 +74,11 @@ class Outbox:
             OSError: the spool cannot be written (a full disk): the caller logs it.
         """
         self.spool.deliver(msg)
-        with self._lock:
-            self._queued += 1
         self._wake.set()
 
     def pending(self) -> int:
-        """Notices queued and not yet delivered."""
-        with self._lock:
-            return self._queued
+        """Notices queued and not yet delivered (the spool itself: no count to drift)."""
+        return self.spool.pending_count()
 
     def close(self, timeout: float = 5.0) -> int:
         """Deliver what is queued (for up to `timeout` s), then stop. Returns what is left.
@@ -115,8 +111,8 @@ class Outbox:
                 delivered_all = self._deliver_spooled()
             except RedisUnavailable:
                 return  # the wait for Redis was stopped: the node is going down
-            except Exception:  # never let the thread die quietly: notices would pile up
-                log.exception("outbox: delivering notices failed; trying again")
+            except Exception as e:  # never let the thread die quietly: notices would pile up
+                log.warning("outbox: delivering notices failed (%s); trying again", e)
                 delivered_all = False
             if self._closing.is_set() and (delivered_all or self.stop.is_set()):
                 return
@@ -124,17 +120,38 @@ class Outbox:
     def _deliver_spooled(self) -> bool:
         """Deliver every spooled notice, oldest first; False if one must wait."""
         for claim in self.spool.receive():
+            msg = claim.message
             try:
-                deliver(self.inboxes, claim.message, self.sink)
+                deliver(self.inboxes, msg, self.sink)
             except RedisUnavailable:
                 raise
             except (UserError, OSError) as e:  # a full disk on a files backend: later
-                log.warning("outbox: could not deliver %s to %s yet: %s",
-                            claim.message.id, claim.message.to, e)  # fmt: skip
+                log.warning("outbox: could not deliver %s to %s yet: %s", msg.id, msg.to, e)
+                return False
+            except Exception as e:  # the server refuses this one (OOM, a wrong key type)
+                if self._refused(claim, e):
+                    continue
                 return False
             # removed, not archived: Redis holds it now; a crash before this line only
             # delivers it again, with the same id, which the recipient takes in once
             claim.path.unlink(missing_ok=True)
-            with self._lock:
-                self._queued = max(0, self._queued - 1)
+            self._failures.pop(msg.id, None)
+        return True
+
+    def _refused(self, claim, e: Exception) -> bool:
+        """A notice the server keeps refusing: one warning, then set aside after
+        `MAX_TRIES` so the notices behind it go out. True once it is set aside (it stays
+        in the spool's processed mail, on disk)."""
+        msg = claim.message
+        n = self._failures[msg.id] = self._failures.get(msg.id, 0) + 1
+        if n == 1:
+            log.warning("outbox: Redis refused notice %s to %s: %s", msg.id, msg.to, e)
+        if n < MAX_TRIES:
+            return False
+        self.spool.done(claim)
+        del self._failures[msg.id]
+        log.warning(
+            "outbox: set notice %s to %s aside after %d refusals; it stays in %s",
+            msg.id, msg.to, n, self.spool.root,
+        )  # fmt: skip
         return True

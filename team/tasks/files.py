@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
 from team.tasks.operations import Change, RuleBoard, apply_rule
-from team.tasks.view import TASK_FILE, BoardView, note_written
+from team.tasks.view import BoardView, note_written
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,7 @@ class TaskBoard(RuleBoard):
         if not subject.strip():
             raise TaskError("a task needs a subject (got empty text)")
         with self._locked():
-            tasks = self._records()
-            ids = [task_id for task_id, _ in self._files()]  # unreadable files keep their id
+            tasks, ids = self._view.snapshot(fresh=True)  # unreadable files keep their id
             task = rules.new_task(
                 tasks,
                 subject,
@@ -125,7 +124,8 @@ class TaskBoard(RuleBoard):
     def _apply(self, change: Change) -> Task | None:
         """Run one rule on the current records under the lock; store what it returns."""
         with self._locked():
-            return apply_rule(self._records(), change, time.time(), self._write)
+            records = self._view.snapshot(fresh=True)[0]  # the files, not this process' view
+            return apply_rule(records, change, time.time(), self._write)
 
     def _read(self, task_id: int) -> Task:
         path = self._path(task_id)
@@ -136,25 +136,8 @@ class TaskBoard(RuleBoard):
         except (OSError, ValidationError, ValueError) as e:
             raise TaskError(f"task #{task_id} is unreadable ({path}): {_first_line(e)}") from None
 
-    def _records(self) -> dict[int, Task]:
-        """The stored records (status never `blocked`), unreadable files skipped."""
-        return self._view.snapshot()[0]
-
     def _path(self, task_id: int) -> Path:
         return self.root / f"{int(task_id)}.json"
-
-    def _files(self) -> list[tuple[int, Path]]:
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        found = []
-        for name in names:
-            m = TASK_FILE.match(name)
-            if m:
-                found.append((int(m.group(1)), self.root / name))
-        found.sort()
-        return found
 
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:

@@ -81,7 +81,9 @@ class BoardView:
         self._ids: set[int] = set()  # every <id>.json present, readable or not
         self._open: set[int] = set()  # ids of the unfinished tasks
         self._hot: dict[int, Task] = {}
-        self._journal: tuple[int, int] | None = None  # (inode, bytes consumed)
+        # (inode, bytes consumed, mtime): a journal deleted and made again can get the
+        # same inode and size, never the same mtime
+        self._journal: tuple[int, int, int] | None = None
         self._scanned = -RESCAN_S
 
     def read(self, use: Callable[[dict[int, Task], dict[int, Task]], T]) -> T:
@@ -95,10 +97,18 @@ class BoardView:
             self._refresh()
             return use(self._records, self._hot)
 
-    def snapshot(self) -> tuple[dict[int, Task], set[int]]:
-        """A copy of the records and of the ids of every task file (readable or not)."""
+    def snapshot(self, *, fresh: bool = False) -> tuple[dict[int, Task], set[int]]:
+        """A copy of the records and of the ids of every task file (readable or not).
+
+        `fresh` reads the folder again whatever the journal says (a stat of each file;
+        only changed ones are parsed): writers decide under the board lock on what the
+        files hold, never on a view that a hand edit or a lost journal line left behind.
+        """
         with self._lock:
-            self._refresh()
+            if fresh:
+                self._rescan(self.root / JOURNAL)
+            else:
+                self._refresh()
             return dict(self._records), set(self._ids)
 
     def _refresh(self) -> None:
@@ -112,6 +122,7 @@ class BoardView:
             or self._journal is None
             or self._journal[0] != st.st_ino
             or st.st_size < self._journal[1]
+            or (st.st_size == self._journal[1] and st.st_mtime_ns != self._journal[2])
             or time.monotonic() - self._scanned > RESCAN_S
         ):
             self._rescan(path)
@@ -122,9 +133,9 @@ class BoardView:
         self._journal = None
         try:
             with open(path, "rb") as f:
-                ino = os.fstat(f.fileno()).st_ino
+                st = os.fstat(f.fileno())
                 data = f.read()
-            self._journal = (ino, data.rfind(b"\n") + 1)  # first, then the files
+            self._journal = (st.st_ino, data.rfind(b"\n") + 1, st.st_mtime_ns)  # then files
         except FileNotFoundError:
             pass
         records: dict[int, Task] = {}
@@ -148,18 +159,23 @@ class BoardView:
 
     def _catch_up(self, path: Path) -> None:
         assert self._journal is not None
-        ino, offset = self._journal
+        ino, offset, _ = self._journal
         try:
             with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_ino != ino:
+                st = os.fstat(f.fileno())
+                if st.st_ino != ino:
                     return self._rescan(path)
                 f.seek(offset)
                 data = f.read()
         except FileNotFoundError:
             return self._rescan(path)
         whole = data.rfind(b"\n") + 1
-        self._journal = (ino, offset + whole)
-        for task_id in {int(x) for x in data[:whole].split()}:
+        try:
+            ids = {int(x) for x in data[:whole].split()}
+        except ValueError:  # not written by `note_written`: trust the folder instead
+            return self._rescan(path)
+        self._journal = (ino, offset + whole, st.st_mtime_ns)
+        for task_id in ids:
             file = self.root / f"{task_id}.json"
             task = self._read(task_id, file)
             self._open.discard(task_id)
