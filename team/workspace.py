@@ -33,6 +33,11 @@ class Workspace:
         return self.team_dir / "team.lock"
 
     @property
+    def errors_log(self) -> Path:
+        """Every warning of a running team, one line each (`team up` also shows them)."""
+        return self.team_dir / "errors.log"
+
+    @property
     def status_path(self) -> Path:
         return self.team_dir / "status.json"
 

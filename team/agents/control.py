@@ -1,6 +1,6 @@
 """A running team seen from another process: `team status` and `team down`.
 
-On files the team's process writes `.team/status.json` and holds `.team/lock`; on Redis
+On files the team's process writes `.team/status.json` and holds `.team/team.lock`; on Redis
 every node publishes its agents' status and holds their leases (team.backends.node).
 """
 

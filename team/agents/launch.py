@@ -240,7 +240,7 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
         activity=activity,
         watch=watch,
     )
-    route_warnings(run.sink, ws.team_dir / "errors.log")  # one path for warnings: the events
+    route_warnings(run.sink, ws.errors_log)  # one path for warnings: the events
     handle_signals(run.runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
     run.start()
     names = ", ".join(f"{a.name} ({a.role})" for a in config.agents if a.name in local)

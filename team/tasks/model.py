@@ -23,7 +23,8 @@ PlanState = Literal["submitted", "approved", "rejected"]
 class Task(BaseModel):
     """One task record: what `team tasks --json` prints and `list_tasks` returns."""
 
-    model_config = ConfigDict(extra="ignore")
+    # frozen: a board shares its records between readers, so none may change in place
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: int
     subject: str
