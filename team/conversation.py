@@ -7,6 +7,7 @@ would dominate the cost of a call. JSON round-trips exactly through `to_dict`/`f
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -214,3 +215,15 @@ def append_user(messages: list[Message], *blocks: Block) -> None:
         messages[-1] = Message("user", tuple(results + new_results + others + new_others))
     else:
         messages.append(Message("user", tuple(blocks)))
+
+
+def render_block(block: Block) -> str:
+    """A block as plain text: what summaries, repairs and task scans read."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ToolUseBlock):
+        return f"[tool call {block.name} id={block.id}] {json.dumps(block.input)}"
+    if isinstance(block, ToolResultBlock):
+        flag = " (error)" if block.is_error else ""
+        return f"[tool result {block.name or 'tool'}{flag}]\n{block.content}"
+    raise TypeError(block)

@@ -167,6 +167,7 @@ def summary_request(
         purpose="summary",
         agent=agent,
         facts=facts,
+        focus=focus,
     )
 
 

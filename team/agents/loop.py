@@ -24,9 +24,16 @@ from team.compaction.clip import clip_messages
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
-from team.compaction.summary import render_block
 from team.config import AgentConfig, TeamConfig
-from team.conversation import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.conversation import (
+    Block,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    render_block,
+    validate,
+)
 from team.errors import is_disk_error, os_error_line
 from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.facts import task_ids

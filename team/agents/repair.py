@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from team.agents.session import SessionLog
 from team.compaction.history import History
-from team.compaction.summary import render_block
 from team.conversation import (
     Block,
     Message,
@@ -19,6 +18,7 @@ from team.conversation import (
     ToolResultBlock,
     ToolUseBlock,
     append_user,
+    render_block,
 )
 
 LOST_RESULT = (

@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from team.compaction.tokens import chars_to_tokens
 from team.config import CompactionConfig
 from team.conversation import Message, ToolResultBlock
+from team.llm.base import chars_to_tokens
 from team.llm.prices import READ, write_multiplier
 
 BlockRef = tuple[int, int]  # (message index, block index)

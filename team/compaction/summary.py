@@ -8,14 +8,20 @@ one call, and the partial summaries are merged by one more call.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 
 from team.compaction.clip import clip_messages
-from team.compaction.tokens import CHARS_PER_TOKEN
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, PromptTooLong, ToolSpec
+from team.conversation import Message, TextBlock, ToolResultBlock, render_block
+from team.llm.base import (
+    CHARS_PER_TOKEN,
+    AgentFacts,
+    CachePoint,
+    Model,
+    ModelRequest,
+    PromptTooLong,
+    ToolSpec,
+)
 from team.llm.prices import CacheTTL
 
 MIN_BUDGET_CHARS = 2000  # below this a chunk is too small to summarise usefully
@@ -74,27 +80,6 @@ _FOCUS_TAIL = ". Give it the most detail."
 def ask_focus(focus: str) -> str:
     """The line of a summary request that names the agent's focus (`compact{focus}`)."""
     return f"{_FOCUS_HEAD}{' '.join(focus.split())}{_FOCUS_TAIL}"
-
-
-def read_focus(text: str) -> str:
-    """The focus an `ask_focus` line in `text` names ("" when there is none)."""
-    at = text.find(_FOCUS_HEAD)
-    if at < 0:
-        return ""
-    start = at + len(_FOCUS_HEAD)
-    end = text.find(_FOCUS_TAIL, start)
-    return text[start:end] if end >= 0 else ""
-
-
-def render_block(block) -> str:
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ToolUseBlock):
-        return f"[tool call {block.name} id={block.id}] {json.dumps(block.input)}"
-    if isinstance(block, ToolResultBlock):
-        flag = " (error)" if block.is_error else ""
-        return f"[tool result {block.name or 'tool'}{flag}]\n{block.content}"
-    raise TypeError(block)
 
 
 def render_units(messages: list[Message], max_chars: int) -> list[str]:
@@ -192,7 +177,8 @@ class Summariser:
         chunks = pack(render_units(messages, budget), budget)
         system = self._system(identity, focus)
         parts = [
-            self._call(system, self._ask(chunk, i, len(chunks))) for i, chunk in enumerate(chunks)
+            self._call(system, self._ask(chunk, i, len(chunks)), focus)
+            for i, chunk in enumerate(chunks)
         ]
         while len(parts) > 1:
             # merge in groups that fit the budget, until one summary is left
@@ -200,7 +186,7 @@ class Summariser:
             merged = []
             for g in groups:
                 ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g
-                merged.append(self._call(system, ask))
+                merged.append(self._call(system, ask, focus))
             if len(merged) >= len(parts):  # cannot shrink further: keep them all, in order
                 return "\n\n".join(merged)
             parts = merged
@@ -251,6 +237,7 @@ class Summariser:
             purpose="summary",
             agent=self.agent,
             facts=self.facts,
+            focus=focus,
         )
         try:
             return self._send(request)
@@ -268,7 +255,7 @@ class Summariser:
         part = f" (part {i + 1} of {n})" if n > 1 else ""
         return f"The conversation to summarise{part}:\n\n{chunk}\n\nWrite the summary now."
 
-    def _call(self, system: str, text: str) -> str:
+    def _call(self, system: str, text: str, focus: str | None) -> str:
         request = ModelRequest(
             system=system,
             messages=[Message.user(text)],
@@ -279,6 +266,7 @@ class Summariser:
             purpose="summary",
             agent=self.agent,
             facts=self.facts,
+            focus=focus,
         )
         return self._send(request)
 

@@ -10,14 +10,10 @@ characters the request carried over the input tokens the API counted for it.
 from __future__ import annotations
 
 from team.compaction.history import History
+from team.llm.base import CHARS_PER_TOKEN, chars_to_tokens
 
-CHARS_PER_TOKEN = 4
 MIN_RATIO, MAX_RATIO = 1.0, 8.0  # outside this the observation is not a text prompt
 MIN_OBSERVED_TOKENS = 200  # a tiny request says little about the ratio
-
-
-def chars_to_tokens(chars: int) -> int:
-    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 class TokenMeter:

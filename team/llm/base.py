@@ -7,6 +7,14 @@ from typing import Any, Literal, Protocol
 
 from team.conversation import Block, Message
 
+CHARS_PER_TOKEN = 4
+"""The estimate before an agent's own calls calibrate it (team.compaction.tokens)."""
+
+
+def chars_to_tokens(chars: int) -> int:
+    """The one token estimate from characters, rounded up."""
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -119,6 +127,8 @@ class ModelRequest:
     purpose: Literal["agent", "summary"] = "agent"
     agent: str = ""
     facts: AgentFacts | None = None
+    focus: str | None = None
+    """A summary's focus (`compact{focus}`), as data; its prose is in the request too."""
 
 
 @dataclass(frozen=True, slots=True)

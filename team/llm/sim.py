@@ -14,9 +14,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from team.compaction.tokens import chars_to_tokens
 from team.conversation import Block, InvalidConversation, TextBlock, ToolUseBlock, validate
-from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage, cache_block
+from team.llm.base import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    cache_block,
+    chars_to_tokens,
+)
 from team.llm.prices import TTL_SECONDS
 from team.llm.sim_cache import MIN_TOKENS, Piece, PromptCache
 from team.llm.sim_policy import decide
@@ -77,11 +83,11 @@ class SimModel:
         except InvalidConversation as e:
             raise ModelError(f"invalid request (the API would answer 400): {e}") from e
         if request.purpose == "summary":
-            # a summary on the agent's cached prefix asks (and names any focus) in its
-            # last user turn rather than in the system prompt
-            guide = request.system + ("\n" + request.messages[-1].text() if request.tools else "")
             text = summarise(
-                guide, request.messages, max_tokens=request.max_tokens, facts=request.facts
+                request.messages,
+                focus=request.focus or "",
+                max_tokens=request.max_tokens,
+                facts=request.facts,
             )
             content: tuple[Block, ...] = (TextBlock(text),)
         else:

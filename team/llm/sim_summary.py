@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from team.compaction.summary import read_focus, render_block
-from team.conversation import Message
+from team.conversation import Message, render_block
 from team.facts import iter_paths, task_ids
 from team.llm.base import AgentFacts, InboxMail
 from team.llm.sim_reading import BOARD_CHECK, SUMMARY_HEAD, progress
@@ -34,26 +33,25 @@ ASK_RE = re.compile(r"(?i)\b(asked|please|need|want)")
 
 
 def summarise(
-    system: str,
     messages: list[Message],
     *,
+    focus: str = "",
     max_tokens: int = 2000,
     facts: AgentFacts | None = None,
 ) -> str:
-    """An extractive structured summary of `messages`, guided by any focus in `system`.
+    """An extractive structured summary of `messages`, guided by the agent's focus.
 
     Every scan is linear in the text (a 10 MB single-word message must not stall it).
 
     Args:
-        system: the summary request's system prompt; the focus it names
-            (`team.compaction.summary.ask_focus`) puts matching lines first.
+        focus: what the agent asked to keep (`compact{focus}`, the request's `focus`);
+            lines that match it come first.
         messages: the segment to summarise, as the compactor sent it.
         max_tokens: the reply's token limit; the summary stays under it.
         facts: who the agent is (its teammates are always named), when known.
     """
     text = "\n".join(render_block(b) for m in messages for b in m.content)
     lines = _lines(text)
-    focus = read_focus(system)
     words = _focus_words(focus)
     budget = min(MAX_CHARS, max_tokens * 4, max(MIN_CHARS, len(text) // 12))
 

@@ -18,9 +18,9 @@ from collections import Counter
 from typing import Any
 
 from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import CHARS_PER_TOKEN  # a placeholder's weight: the replay's estimate
 
 IMAGE_MAX_TOKENS = 1600
-CHARS_PER_TOKEN = 4  # how a placeholder's weight is written (the replay's estimate)
 
 # Tool names of the known agents, as ours (so preserve_tools = ["read_file"] means the
 # same thing for every log). Names not listed are kept as recorded.

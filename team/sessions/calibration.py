@@ -34,13 +34,21 @@ from team.conversation import (
     ToolUseBlock,
     validate,
 )
-from team.llm.base import Model, ModelError, ModelRequest, ModelResponse, Usage, cache_block
+from team.llm.base import (
+    CHARS_PER_TOKEN,
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    cache_block,
+)
 from team.llm.prices import TTL_SECONDS, billed_input
 from team.llm.sim_cache import Piece, PromptCache
 from team.llm.sim_summary import summarise
 from team.sessions.model import AgentLog, RecordedUsage, Session
 
-DEFAULT_CHARS_PER_TOKEN = 4.0
+DEFAULT_CHARS_PER_TOKEN = float(CHARS_PER_TOKEN)
 
 
 def api_chars(block: Block) -> int:
@@ -249,7 +257,9 @@ class CalibratedReplay:
                 content: tuple[Block, ...] = reply.content
                 output = reply.usage.output_tokens
             else:
-                text = summarise(request.system, request.messages, max_tokens=request.max_tokens)
+                text = summarise(
+                    request.messages, focus=request.focus or "", max_tokens=request.max_tokens
+                )
                 content = (TextBlock(text),)
         else:
             with self._lock:
