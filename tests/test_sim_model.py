@@ -501,6 +501,17 @@ def test_summary_stays_bounded_on_a_huge_segment() -> None:
     assert len(summary) / 4 < 2000
 
 
+def test_summaries_that_chain_do_not_grow_with_every_task_ever_finished() -> None:
+    """Each summary begins the next segment: open tasks and the newest finished ones are
+    named, older finished ones only counted, so a long run's summaries stay one size."""
+    done = "\n".join(wording.completed(t, f"task {t}") for t in range(1, 401))
+    segment = done + "\nStill open: task #401 and task #402."
+    summary = SimModel().complete(summary_request("alice", segment)).message().text()
+    assert "#401" in summary and "#402" in summary and "#400 (completed)" in summary
+    assert "#5 (completed)" not in summary and "older completed" in summary
+    assert len(summary) < 3000
+
+
 def test_summary_honours_the_focus() -> None:
     segment = long_segment()
     plain = SimModel().complete(summary_request("alice", segment)).message().text()

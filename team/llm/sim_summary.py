@@ -216,11 +216,21 @@ def _board_lines(text: str) -> tuple[set[int], dict[int, str]]:
     return done, claimed
 
 
+MAX_TASK_LINES = 30
+"""Tasks a summary names with subjects; past it, ids only (finished: the newest this many)."""
+
+
 def _task_lines(tasks: dict[int, str], done: set[int]) -> list[str]:
     if not tasks:
         return ["No task ids in this segment."]
-    if len(tasks) > 30:  # keep every id, drop the subjects
-        return ["Ids: " + ", ".join(f"#{t}{' (completed)' if t in done else ''}" for t in tasks)]
+    if len(tasks) > MAX_TASK_LINES:  # every open id, the newest finished ones, no subjects
+        finished = [t for t in tasks if t in done]
+        kept = set(finished[-MAX_TASK_LINES:])
+        shown = [t for t in tasks if t not in done or t in kept]
+        ids = [f"#{t}{' (completed)' if t in done else ''}" for t in shown]
+        older = len(finished) - len(kept)
+        # summaries chain: listing every finished id ever made each one longer than the last
+        return ["Ids: " + ", ".join(ids) + (f"; and {older} older completed" if older else "")]
     return [
         f"#{t}: {s or '(no subject seen)'}{' (completed)' if t in done else ''}"
         for t, s in tasks.items()
