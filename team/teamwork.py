@@ -21,7 +21,7 @@ from team.errors import UserError
 from team.events import EventSink
 from team.mailbox import post
 from team.mailbox.message import MailMessage
-from team.tasks import Board, Task, rules, wording
+from team.tasks import Board, Task, wording
 from team.workspace import USER, Workspace
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,9 @@ class Teamwork:
 
     def completed(self, task: Task, agent: str) -> list[Task]:
         """A task was completed: tell the owners of what it unblocks, and the lead."""
-        freed = rules.unblocked_by(task.id, {t.id: t for t in self.board.list()})
+        # statuses as derived by the board: a pending one no longer waits on anything
+        freed = [t for t in self.board.unfinished() if task.id in t.blocked_by]
+        freed = [t for t in freed if t.status == "pending"]
         for t in freed:
             if t.owner is not None:
                 text = f"Task #{t.id} is unblocked (#{task.id} is completed).\n{task_text(t)}"
@@ -104,7 +106,7 @@ class Teamwork:
 
     def failed(self, task: Task, agent: str) -> None:
         if self.lead and self.lead != agent:
-            waiting = rules.dependents(task.id, {t.id: t for t in self.board.list()})
+            waiting = [t.id for t in self.board.unfinished() if task.id in t.blocked_by]
             behind = f" Waiting on it: {_ids(waiting)}." if waiting else ""
             self._send(
                 self.lead,

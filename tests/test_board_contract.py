@@ -150,6 +150,28 @@ def test_views_open_for_unclaimed_all_done(board: Board) -> None:
     assert board.open_for("alice") == []
 
 
+def test_unfinished_and_the_newest_finished(board: Board) -> None:
+    """What a running team asks instead of every task: the unfinished ones, and the few
+    finished ones updated last (so neither answer grows with the board's history)."""
+    for i in range(6):
+        board.create(f"task {i}")
+    board.create("waits on #1", blocked_by=[1])
+    for i in (3, 1, 5):  # finished in this order
+        board.claim(i, "alice")
+        board.complete(i, "alice")
+    board.cancel(2)
+    unfinished = board.unfinished()
+    assert [t.id for t in unfinished] == [4, 6, 7]
+    assert unfinished[-1].status == "pending"  # derived: its blocker is completed
+    assert [t.id for t in board.recently_finished(2)] == [2, 5]  # the last two, by id
+    assert [t.id for t in board.recently_finished(10)] == [1, 2, 3, 5]
+    assert board.recently_finished(0) == []
+    assert board.recently_finished(10) == [t for t in board.list() if t.finished]
+    board.reopen(2)
+    assert [t.id for t in board.recently_finished(2)] == [1, 5]
+    assert [t.id for t in board.unfinished()] == [2, 4, 6, 7]
+
+
 # -- dependencies ---------------------------------------------------------------------------
 
 

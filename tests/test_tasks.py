@@ -133,6 +133,44 @@ def test_garbage_in_the_journal_is_not_an_error(tmp_path: Path, monkeypatch) -> 
         f.write(b"\x00\x00 not an id\n")
     writer.create("b")
     assert [t.subject for t in reader.list()] == ["a", "b"]
+def _newest_finished(board: TaskBoard, n: int) -> list:
+    done = sorted((t for t in board.list() if t.finished), key=lambda t: (t.updated_at, t.id))
+    return sorted(done[-n:], key=lambda t: t.id)
+
+
+def test_a_running_board_does_not_hold_the_finished_tasks(tmp_path: Path, monkeypatch) -> None:
+    """A process that runs for hours holds the unfinished tasks and a few finished ones,
+    not every task the team ever finished; another process (the CLI) writing the board
+    meanwhile is seen as before, including reopening old work and hand edits."""
+    running = TaskBoard(tmp_path / "tasks")
+    cli = TaskBoard(tmp_path / "tasks")
+    total = view.KEEP_FINISHED * 3
+    for i in range(total):
+        t = cli.create(f"task {i}")
+        running.claim(t.id, "alice")
+        running.complete(t.id, "alice")
+        assert running.unclaimed() == []
+    waiting = cli.create("waits on the oldest", blocked_by=[1])
+    assert running.unfinished() == [waiting] and waiting.status == "pending"
+    assert running.claim_next("bob").id == waiting.id  # its finished blocker is read from disk
+    assert running._view.held() <= view.KEEP_FINISHED + 2
+    assert running.recently_finished(20) == _newest_finished(cli, 20)
+
+    cli.reopen(total)  # the newest finished task, and an old one
+    cli.reopen(2)
+    assert [t.id for t in running.unfinished()] == [2, total, waiting.id]
+    assert running.recently_finished(20) == _newest_finished(cli, 20)  # the next newest
+    assert running.recently_finished(total) == _newest_finished(cli, total)  # from disk
+    running.claim(2, "alice")
+    running.complete(2, "alice")
+    assert running.recently_finished(1) == [cli.get(2)]
+
+    monkeypatch.setattr(view, "RESCAN_S", 0.0)  # a hand edit, seen at the next rescan
+    path = tmp_path / "tasks" / "7.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "status": "pending", "owner": None}))
+    assert 7 in [t.id for t in running.unclaimed()]
+    assert running._view.held() <= view.KEEP_FINISHED + 4
 
 
 def test_finished_tasks_blocking_open_ones_still_count(board: TaskBoard) -> None:
@@ -147,3 +185,13 @@ def test_finished_tasks_blocking_open_ones_still_count(board: TaskBoard) -> None
     third = board.create("third", blocked_by=[second.id])
     assert board.get(third.id).status == "blocked"
     assert board.all_done() is True  # stuck behind a failed task: nothing can run it
+
+
+def test_create_never_overwrites_a_task_file_made_by_hand(board: TaskBoard, monkeypatch) -> None:
+    """Writers decide on the files: a task file the journal never heard of keeps its id."""
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)
+    t = board.create("a")
+    made = {**t.model_dump(), "id": t.id + 1, "subject": "made by hand"}
+    (board.root / f"{t.id + 1}.json").write_text(json.dumps(made))
+    assert board.create("b").id == t.id + 2
+    assert board.get(t.id + 1).subject == "made by hand"

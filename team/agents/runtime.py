@@ -252,8 +252,7 @@ class Runtime:
                 return False
         if self.board.all_done():
             return True
-        unfinished = ("pending", "in_progress", "blocked")
-        return all(t.owner in ended for t in self.board.list() if t.status in unfinished)
+        return all(t.owner in ended for t in self.board.unfinished())
 
     def wait(
         self,

@@ -29,7 +29,7 @@ from team.config import AgentConfig, TeamConfig
 from team.events import AgentEvent, EventSink
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
-from team.tasks import FINISHED, Board, Task, TaskError, rules, wording
+from team.tasks import Board, Task, TaskError, rules, wording
 from team.teamwork import Teamwork
 from team.workspace import Workspace
 
@@ -178,11 +178,11 @@ class TaskTools:
 
     def list_tasks(self, input: dict[str, Any]) -> str:
         # Every unfinished task, and only the newest finished ones: the whole history
-        # made this result (and every context that held it) grow with the run.
-        tasks = self.board.list()
-        done = [t for t in tasks if t.status in FINISHED]
-        old = {t.id for t in sorted(done, key=lambda t: t.updated_at)[:-LISTED_FINISHED]}
-        return json.dumps([t.model_dump() for t in tasks if t.id not in old], indent=1)
+        # made this result (and every context that held it, and the board's memory) grow
+        # with the run.
+        tasks = self.board.unfinished() + self.board.recently_finished(LISTED_FINISHED)
+        tasks.sort(key=lambda t: t.id)
+        return json.dumps([t.model_dump() for t in tasks], indent=1)
 
     def claim_task(self, input: dict[str, Any]) -> str:
         task_id = need_int(input, "task_id")
@@ -290,7 +290,8 @@ class TaskTools:
 
     def _complete(self, task_id: int, result: str | None) -> str | ToolResult:
         now = time.time()
-        records = {t.id: t for t in self.board.list()}
+        task = self.board.get(task_id)  # the task and what it waits on: all the checks need
+        records = {task_id: task, **{b: self.board.get(b) for b in task.blocked_by}}
         current = rules.finish(records, task_id, self.agent, "completed", result, now)  # checks
         if records[task_id].status == "completed":
             return wording.already_completed(task_id)

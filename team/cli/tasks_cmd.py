@@ -181,7 +181,7 @@ def cancel(
     task = board.cancel(task_id)
     with event_log(ws) as sink:
         Teamwork(ws, config, board, sink).cancelled(task, "user", before.status)
-    waiting = [t.id for t in board.list() if task_id in t.blocked_by and not t.finished]
+    waiting = [t.id for t in board.unfinished() if task_id in t.blocked_by]
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
     typer.echo(f"task #{task.id} cancelled{behind}")
 

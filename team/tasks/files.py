@@ -6,8 +6,9 @@ allocation, claims, completion) hold `fcntl.flock` on `.team/tasks/.lock`, which
 across threads and processes alike: Linux ties a flock to the open file description,
 and every acquisition opens the lock file afresh. What each operation does to the
 records is decided by `team.tasks.rules`, shared with every other backend. Reads go
-through a `BoardView` (team.tasks.view): the records in memory, brought up to date from
-the journal every writer appends to, so a read does not reread every file.
+through a `BoardView` (team.tasks.view): the unfinished records in memory, brought up to
+date from the journal every writer appends to, so a read does not reread every file and
+a long run does not hold every finished task; `list` (every task) reads the files.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -27,7 +28,7 @@ from pydantic import ValidationError
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
 from team.tasks.operations import Change, RuleBoard, apply_rule
-from team.tasks.view import BoardView, note_written
+from team.tasks.view import TASK_FILE, BoardView, note_written
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,6 @@ class TaskBoard(RuleBoard):
         self.lock_timeout = lock_timeout
         self._warned: set[tuple[str, int]] = set()
         self._warned_lock = threading.Lock()
-        # A full rescan (team.tasks.view) parses only the files that changed: files are
-        # only ever replaced by rename, so (inode, mtime, size) identifies one version.
-        self._parsed: dict[str, tuple[tuple[int, int, int], Task]] = {}
         self._view = BoardView(self.root, self._read_or_warn)
 
     # -- reading (no lock) ---------------------------------------------------------
@@ -58,26 +56,44 @@ class TaskBoard(RuleBoard):
         task = self._read(task_id)
         if not task.blocked_by:
             return task
-        return self._view.read(lambda records, _: rules.derive(task, records))
+        return rules.derive(task, self._stored(self._view.read(dict)))
 
     def list(self) -> list[Task]:
-        """Every readable task, by id (numerically: #10 comes after #2)."""
-        return self._view.read(lambda records, _: rules.derive_all(records))
+        """Every readable task, by id (numerically: #10 comes after #2). Reads every file:
+        for the CLI; a running team asks `unfinished` and `recently_finished`."""
+        tasks = {}
+        for task_id, path in self._files():
+            task = self._read_or_warn(task_id, path)
+            if task is not None:
+                tasks[task_id] = task
+        return rules.derive_all(tasks)
+
+    def recently_finished(self, limit: int) -> list[Task]:
+        """The `limit` finished tasks updated last, by id."""
+        held = self._view.recent(limit)
+        if held is not None:
+            return held
+        done = sorted((t for t in self.list() if t.finished), key=lambda t: (t.updated_at, t.id))
+        return sorted(done[-limit:] if limit > 0 else [], key=lambda t: t.id)
 
     # The questions below depend only on unfinished tasks and their blockers (`hot`), so
     # their cost stays flat however many tasks the team has finished.
 
+    def unfinished(self) -> list[Task]:
+        """Every task not finished (pending, blocked, in progress), by id."""
+        return self._view.read(lambda hot: [t for t in rules.derive_all(hot) if not t.finished])
+
     def open_for(self, agent: str) -> list[Task]:
         """Tasks owned by `agent` that are not finished (assigned, blocked, in progress)."""
-        return self._view.read(lambda _, hot: rules.open_for(hot, agent))
+        return self._view.read(lambda hot: rules.open_for(hot, agent))
 
     def unclaimed(self) -> list[Task]:
         """Claimable tasks: pending, owned by nobody, blockers completed; oldest first."""
-        return self._view.read(lambda _, hot: rules.claimable(hot))
+        return self._view.read(lambda hot: rules.claimable(hot))
 
     def all_done(self) -> bool:
         """True when nothing can still run (an empty board is done)."""
-        return self._view.read(lambda _, hot: rules.all_done(hot))
+        return self._view.read(lambda hot: rules.all_done(hot))
 
     # -- writing (under the board lock) --------------------------------------------
 
@@ -98,11 +114,12 @@ class TaskBoard(RuleBoard):
         if not subject.strip():
             raise TaskError("a task needs a subject (got empty text)")
         with self._locked():
-            tasks, ids = self._view.snapshot(fresh=True)  # unreadable files keep their id
+            hot, last = self._view.fresh()  # unreadable files keep their id
+            tasks = self._stored(hot)
             task = rules.new_task(
                 tasks,
                 subject,
-                task_id=max(ids, default=0) + 1,
+                task_id=last + 1,
                 owner=owner,
                 description=description,
                 created_by=created_by,
@@ -124,7 +141,7 @@ class TaskBoard(RuleBoard):
     def _apply(self, change: Change) -> Task | None:
         """Run one rule on the current records under the lock; store what it returns."""
         with self._locked():
-            records = self._view.snapshot(fresh=True)[0]  # the files, not this process' view
+            records = self._stored(self._view.fresh()[0])  # the files, not this process' view
             return apply_rule(records, change, time.time(), self._write)
 
     def _read(self, task_id: int) -> Task:
@@ -136,18 +153,29 @@ class TaskBoard(RuleBoard):
         except (OSError, ValidationError, ValueError) as e:
             raise TaskError(f"task #{task_id} is unreadable ({path}): {_first_line(e)}") from None
 
+    def _stored(self, hot: dict[int, Task]) -> Mapping[int, Task]:
+        """The stored records (status never `blocked`) as the rules need them."""
+        return Stored(hot, lambda i: self._read_or_warn(i, self._path(i)))
+
     def _path(self, task_id: int) -> Path:
         return self.root / f"{int(task_id)}.json"
 
+    def _files(self) -> list[tuple[int, Path]]:
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            m = TASK_FILE.match(name)
+            if m:
+                found.append((int(m.group(1)), self.root / name))
+        found.sort()
+        return found
+
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:
-            st = path.stat()
-            version = (st.st_ino, st.st_mtime_ns, st.st_size)
-            hit = self._parsed.get(str(path))
-            if hit is not None and hit[0] == version:
-                return hit[1]  # shared: tasks are never changed in place (rules copy them)
-            data = path.read_bytes()
-            task = Task.model_validate_json(data)
+            task = Task.model_validate_json(path.read_bytes())
         except FileNotFoundError:
             return None  # removed between listing and reading
         except (OSError, ValidationError, ValueError) as e:
@@ -156,7 +184,6 @@ class TaskBoard(RuleBoard):
         if task.id != task_id:
             self._warn_once(path, f"skipping task file {path}: it says id {task.id}")
             return None
-        self._parsed[str(path)] = (version, task)
         return task
 
     def _warn_once(self, path: Path, message: str) -> None:
@@ -226,6 +253,41 @@ class TaskBoard(RuleBoard):
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the flock
+
+
+class Stored(Mapping[int, Task]):
+    """The records a rule sees: iterating gives the unfinished tasks and their blockers
+    (all that claimable, open and stuck questions range over); looking up any other id
+    reads its file (a finished task named as a blocker, or being reopened). So a write
+    costs the same however many tasks the team has finished."""
+
+    def __init__(self, hot: dict[int, Task], read: Callable[[int], Task | None]) -> None:
+        self._hot = hot
+        self._read = read
+        self._more: dict[int, Task | None] = {}
+
+    def __getitem__(self, task_id: int) -> Task:
+        task = self._hot.get(task_id)
+        if task is None:
+            if task_id not in self._more:
+                self._more[task_id] = self._read(task_id) if isinstance(task_id, int) else None
+            task = self._more[task_id]
+        if task is None:
+            raise KeyError(task_id)
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        try:
+            self[task_id]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._hot)
+
+    def __len__(self) -> int:
+        return len(self._hot)
 
 
 _GUARDS: dict[str, threading.Lock] = {}

@@ -8,6 +8,7 @@ atomic section: a file lock, a Redis `WATCH`/`MULTI`) and calls `apply_rule` ins
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Sequence
 
 from team.tasks import rules
@@ -29,7 +30,7 @@ def apply_rule(
         return None
     if task != tasks.get(task.id):
         store(task)
-    return rules.derive(task, {**tasks, task.id: task})
+    return rules.derive(task, ChainMap({task.id: task}, tasks))  # type: ignore[arg-type]
 
 
 class RuleBoard:

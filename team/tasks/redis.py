@@ -92,6 +92,14 @@ class RedisBoard(RuleBoard):
     def list(self) -> list[Task]:
         return rules.derive_all(self._records())
 
+    def unfinished(self) -> list[Task]:
+        return [t for t in rules.derive_all(self._records()) if not t.finished]
+
+    def recently_finished(self, limit: int) -> list[Task]:
+        done = [t for t in self._records().values() if t.finished]
+        newest = sorted(done, key=lambda t: (t.updated_at, t.id))[-limit:] if limit > 0 else []
+        return sorted(newest, key=lambda t: t.id)
+
     def open_for(self, agent: str) -> list[Task]:
         return rules.open_for(self._records(), agent)
 

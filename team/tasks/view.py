@@ -1,4 +1,4 @@
-"""The file board's records, kept in memory and brought up to date from its journal.
+"""The file board's unfinished records, kept in memory and brought up to date from its journal.
 
 Reading every task file on every read made each board read cost grow with the number
 of tasks ever created: agents read the board several times per step, so the soak's
@@ -8,7 +8,13 @@ after the task file is in place), and each process keeps the records it has read
 read stats the journal; when it grew, only the ids named in the new lines are read
 again. The journal is only a hint: a reader that cannot use it (no journal yet, a
 rotated one, or `RESCAN_S` since the last full scan, which also picks up task files
-edited by hand) reads the whole folder again, as every read did before.
+edited by hand) lists the whole folder again and reads the files whose version changed.
+
+Finished tasks are not kept (docs/design.md, "Task board on files"): a process that ran
+for hours would hold every task the team ever finished. The view holds the unfinished
+tasks, the finished ones they wait on, and the `KEEP_FINISHED` finished tasks updated
+last; of every other finished task only a small hash of its file's version, so a rescan
+does not parse it again. Whatever needs more (`team tasks`) reads the files.
 
 Ordering makes it safe without a lock: the writer replaces the task file, then appends
 its id; the reader stats the journal, then reads the files. A reader never serves a
@@ -36,6 +42,8 @@ JOURNAL_MAX_BYTES = 1 << 20
 """A longer journal is replaced by an empty one (readers then rescan once)."""
 RESCAN_S = 5.0
 """How often a reader reads the whole folder anyway (hand edits reach it this late)."""
+KEEP_FINISHED = 50
+"""Finished records held in memory (the newest); `list_tasks` shows 20 of them."""
 TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
 
 Reader = Callable[[int, Path], "Task | None"]
@@ -66,7 +74,8 @@ def note_written(root: Path, task_ids: list[int]) -> None:
 
 
 class BoardView:
-    """Every task of one folder, as this process last read it; thread-safe.
+    """The unfinished tasks of one folder (and the few finished ones they need), as this
+    process last read them; thread-safe.
 
     Args:
         root: the board's folder.
@@ -77,39 +86,65 @@ class BoardView:
         self.root = root
         self._read = read
         self._lock = threading.Lock()
-        self._records: dict[int, Task] = {}
-        self._ids: set[int] = set()  # every <id>.json present, readable or not
-        self._open: set[int] = set()  # ids of the unfinished tasks
+        self._open: dict[int, Task] = {}  # the unfinished tasks
+        self._recent: dict[int, Task] = {}  # the KEEP_FINISHED finished tasks updated last
+        self._recent_whole = True  # _recent is the newest of all (the first scan reads all)
+        self._blockers: dict[int, Task] = {}  # finished tasks an unfinished one waits on
+        self._versions: dict[int, int] = {}  # every <id>.json: hash(inode, mtime, size)
         self._hot: dict[int, Task] = {}
         # (inode, bytes consumed, mtime): a journal deleted and made again can get the
         # same inode and size, never the same mtime
         self._journal: tuple[int, int, int] | None = None
         self._scanned = -RESCAN_S
 
-    def read(self, use: Callable[[dict[int, Task], dict[int, Task]], T]) -> T:
-        """`use(records, hot)` on the current records, under the view's lock.
+    def read(self, use: Callable[[dict[int, Task]], T]) -> T:
+        """`use(hot)` on the current records, under the view's lock.
 
         `hot` holds the unfinished tasks and their blockers: all that claimable, open and
         all-done questions depend on, so their cost does not grow with finished work.
-        Neither dict may be kept or changed by `use`.
+        It may not be kept or changed by `use`.
         """
         with self._lock:
             self._refresh()
-            return use(self._records, self._hot)
+            return use(self._hot)
 
-    def snapshot(self, *, fresh: bool = False) -> tuple[dict[int, Task], set[int]]:
-        """A copy of the records and of the ids of every task file (readable or not).
+    def fresh(self) -> tuple[dict[int, Task], int]:
+        """For a writer, under the board lock: a copy of the unfinished tasks and their
+        blockers as their files hold them now, whatever the journal says, and the highest
+        id taken by a task file (readable or not).
 
-        `fresh` reads the folder again whatever the journal says (a stat of each file;
-        only changed ones are parsed): writers decide under the board lock on what the
-        files hold, never on a view that a hand edit or a lost journal line left behind.
+        Writers decide on the files, never on a view that a hand edit or a lost journal
+        line left behind: each held record's file is statted again (only changed ones are
+        parsed), and any other record a rule names is read from its file (`Stored`). Not
+        the whole folder: that would make every write cost grow with the finished work.
         """
         with self._lock:
-            if fresh:
-                self._rescan(self.root / JOURNAL)
-            else:
-                self._refresh()
-            return dict(self._records), set(self._ids)
+            self._refresh()
+            root = os.fspath(self.root)
+            for task_id in list(self._hot):
+                self._load(task_id, f"{root}/{task_id}.json", only_if_changed=True)
+            self._rebuild_hot()
+            last = max(self._versions, default=0)
+            while os.path.lexists(f"{root}/{last + 1}.json"):  # made by hand, unannounced
+                last += 1
+            return dict(self._hot), last
+
+    def recent(self, limit: int) -> list[Task] | None:
+        """The `limit` finished tasks updated last, by id; None when this view does not
+        hold them all (the caller reads the files)."""
+        with self._lock:
+            self._refresh()
+            if limit > KEEP_FINISHED:
+                return None
+            if not self._recent_whole:
+                self._read_recent()
+            newest = sorted(self._recent.values(), key=_recency)[-limit:] if limit > 0 else []
+            return sorted(newest, key=lambda t: t.id)
+
+    def held(self) -> int:
+        """How many task records this view holds in memory."""
+        with self._lock:
+            return len(self._open) + len(self._recent) + len(self._blockers)
 
     def _refresh(self) -> None:
         path = self.root / JOURNAL
@@ -138,22 +173,20 @@ class BoardView:
             self._journal = (st.st_ino, data.rfind(b"\n") + 1, st.st_mtime_ns)  # then files
         except FileNotFoundError:
             pass
-        records: dict[int, Task] = {}
-        ids: set[int] = set()
         try:
             names = os.listdir(self.root)
         except FileNotFoundError:
             names = []
+        present: set[int] = set()
+        root = os.fspath(self.root)  # writers rescan under the lock: keep the loop cheap
         for name in names:
             m = TASK_FILE.match(name)
             if m:
                 task_id = int(m.group(1))
-                ids.add(task_id)
-                task = self._read(task_id, self.root / name)
-                if task is not None:
-                    records[task_id] = task
-        self._records, self._ids = records, ids
-        self._open = {i for i, t in records.items() if not t.finished}
+                present.add(task_id)
+                self._load(task_id, f"{root}/{name}", only_if_changed=True)
+        for task_id in [i for i in self._versions if i not in present]:
+            self._forget(task_id)
         self._scanned = time.monotonic()
         self._rebuild_hot()
 
@@ -176,29 +209,75 @@ class BoardView:
             return self._rescan(path)
         self._journal = (ino, offset + whole, st.st_mtime_ns)
         for task_id in ids:
-            file = self.root / f"{task_id}.json"
-            task = self._read(task_id, file)
-            self._open.discard(task_id)
-            if task is not None:
-                self._records[task_id] = task
-                self._ids.add(task_id)
-                if not task.finished:
-                    self._open.add(task_id)
-            else:
-                self._records.pop(task_id, None)
-                if file.exists():  # unreadable: its id stays taken
-                    self._ids.add(task_id)
-                else:
-                    self._ids.discard(task_id)
+            self._load(task_id, f"{os.fspath(self.root)}/{task_id}.json", only_if_changed=False)
         self._rebuild_hot()
+
+    def _load(self, task_id: int, file: str, *, only_if_changed: bool) -> None:
+        try:
+            st = os.stat(file)
+        except FileNotFoundError:
+            return self._forget(task_id)
+        # files are only ever replaced by rename: (inode, mtime, size) names one version
+        version = hash((st.st_ino, st.st_mtime_ns, st.st_size))
+        if only_if_changed and self._versions.get(task_id) == version:
+            return
+        task = self._read(task_id, Path(file))
+        if task is None or not task.finished:
+            self._lost_recent(task_id)
+        self._drop(task_id)
+        self._versions[task_id] = version  # unreadable: its id stays taken
+        if task is None:
+            return
+        if not task.finished:
+            self._open[task_id] = task
+            return
+        self._recent[task_id] = task
+        if len(self._recent) > KEEP_FINISHED:
+            del self._recent[min(self._recent.values(), key=_recency).id]
+
+    def _forget(self, task_id: int) -> None:
+        self._lost_recent(task_id)
+        self._drop(task_id)
+        self._versions.pop(task_id, None)
+
+    def _drop(self, task_id: int) -> None:
+        self._open.pop(task_id, None)
+        self._blockers.pop(task_id, None)
+        self._recent.pop(task_id, None)
+
+    def _lost_recent(self, task_id: int) -> None:
+        if task_id in self._recent:
+            self._recent_whole = False  # an older finished task, not held, may now be newest
+
+    def _read_recent(self) -> None:
+        """Find the newest finished tasks again among the files (after one of them was
+        reopened or removed: rare, and only then does this read every finished file)."""
+        done = []
+        for task_id in self._versions:
+            if task_id not in self._open:
+                task = self._read(task_id, self.root / f"{task_id}.json")
+                if task is not None and task.finished:
+                    done.append(task)
+        self._recent = {t.id: t for t in sorted(done, key=_recency)[-KEEP_FINISHED:]}
+        self._recent_whole = True
 
     def _rebuild_hot(self) -> None:
         # Only unfinished tasks and what they wait on; finished work drops out of it.
-        hot: dict[int, Task] = {}
-        for task_id in self._open:
-            task = self._records[task_id]
-            hot[task_id] = task
+        hot = dict(self._open)
+        blockers: dict[int, Task] = {}
+        for task in self._open.values():
             for b in task.blocked_by:
-                if b in self._records:
-                    hot[b] = self._records[b]
+                if b in hot or b in blockers:
+                    continue
+                found = self._recent.get(b) or self._blockers.get(b)
+                if found is None and b in self._versions:
+                    found = self._read(b, self.root / f"{b}.json")
+                if found is not None:
+                    blockers[b] = found
+        self._blockers = blockers
+        hot.update(blockers)
         self._hot = hot
+
+
+def _recency(task: Task) -> tuple[float, int]:
+    return (task.updated_at, task.id)
