@@ -29,7 +29,6 @@ from team.conversation import (
     Block,
     Message,
     TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
     render_block,
     validate,
@@ -49,7 +48,7 @@ from team.llm.base import (
     ToolSpec,
 )
 from team.mailbox.base import Inboxes, Waker
-from team.mailbox.message import parse_prompts
+from team.mailbox.message import unanswered_mail
 
 log = logging.getLogger(__name__)
 
@@ -490,20 +489,6 @@ class Agent:
         )
         self.record(Note({"event": "refusal", "text": message.text()[:1000]}))
         user_notices.refused(self.name, asked, self.inboxes, self.sink)
-
-
-def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
-    """The mail in the user turns after the last reply: taken in before a crash, never
-    answered, so the next request's facts still name it as new."""
-    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    out: list[InboxMail] = []
-    for m in messages[last + 1 :]:
-        for b in m.content:
-            if isinstance(b, TextBlock):
-                out += parse_prompts(b.text)
-            elif isinstance(b, ToolResultBlock) and b.name == "read_inbox":
-                out += parse_prompts(b.content)
-    return out
 
 
 def _can_act(task) -> bool:

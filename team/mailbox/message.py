@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from team.conversation import Message, TextBlock, ToolResultBlock
 from team.llm.base import InboxMail
 
 MessageType = Literal[
@@ -89,4 +90,18 @@ def parse_prompts(text: str) -> list[InboxMail]:
         task = int(head[4]) if head[4] else None
         out.append(InboxMail(head[1], head[2], head[3], task, body))
         at = text.find(_OPEN, end + len(_CLOSE))
+    return out
+
+
+def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
+    """The mail in the user turns after the last reply: taken in before a crash, never
+    answered, so the next request's facts still name it as new."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    out: list[InboxMail] = []
+    for m in messages[last + 1 :]:
+        for b in m.content:
+            if isinstance(b, TextBlock):
+                out += parse_prompts(b.text)
+            elif isinstance(b, ToolResultBlock) and b.name == "read_inbox":
+                out += parse_prompts(b.content)
     return out
