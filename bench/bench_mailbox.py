@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -23,9 +22,11 @@ import time
 import uuid
 from pathlib import Path
 
+from wake_latency import paced, pct, wake_latencies
+
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.mailbox.waker import PollingWaker, Waker, WatchfilesWaker, wait_for_mail
+from team.mailbox.waker import PollingWaker, Waker, WatchfilesWaker
 
 CONTENT = "Please review the change to the compaction threshold in team.toml. " * 3
 
@@ -112,14 +113,7 @@ def throughput(base: Path, reps: int, total: int) -> None:
 
 
 def paced_writer(root: str, count: int, gap_s: float, out) -> None:  # type: ignore[no-untyped-def]
-    box = MaildirMailbox(Path(root))
-    rng = random.Random(1)
-    for i in range(count):
-        time.sleep(rng.uniform(0.5 * gap_s, 1.5 * gap_s))
-        msg = message("bob", i)
-        box.deliver(msg)
-        out.put((msg.id, time.monotonic()))  # CLOCK_MONOTONIC is system-wide on Linux
-    out.put(None)
+    paced(MaildirMailbox(Path(root)), (message("bob", i) for i in range(count)), gap_s, out)
 
 
 def latencies(make: object, base: Path, count: int, gap_s: float) -> list[float]:
@@ -128,42 +122,7 @@ def latencies(make: object, base: Path, count: int, gap_s: float) -> list[float]
     box.ensure()
     stop = threading.Event()
     waker: Waker = make(box.new_dir, stop)  # type: ignore[operator]
-    seen: dict[str, float] = {}
-
-    def owner() -> None:
-        while not stop.is_set():
-            if wait_for_mail(box, waker, stop, timeout=5.0, tick=1.0):
-                now = time.monotonic()
-                claimed = box.receive()
-                for c in claimed:
-                    seen.setdefault(c.message.id, now)
-                box.done_many(claimed)
-
-    reader = threading.Thread(target=owner)
-    reader.start()
-    ctx = mp.get_context("fork")
-    sent = ctx.Queue()
-    writer = ctx.Process(target=paced_writer, args=(str(box.root), count, gap_s, sent))
-    writer.start()
-    delivered = {}
-    while (item := sent.get(timeout=60)) is not None:
-        delivered[item[0]] = item[1]
-    writer.join()
-    deadline = time.monotonic() + 5
-    while len(seen) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
-    reader.join()
-    waker.close()
-    assert len(seen) == count, f"only {len(seen)} of {count} received"
-    # The owner may hold a message before deliver() returns (the dir fsync is still
-    # running); that counts as zero, not negative.
-    return [max(0.0, seen[i] - t) for i, t in delivered.items()]
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+    return wake_latencies(box, waker, stop, paced_writer, (str(box.root), count, gap_s), count)
 
 
 def latency(base: Path, count: int, gap_s: float) -> None:

@@ -35,13 +35,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redis_server import RedisServer
+from wake_latency import paced, pct, wake_latencies
 
 from team.backends.redis_inbox import RedisMailbox, StreamWaker
 from team.backends.redis_lease import Leases
 from team.backends.redis_link import RedisLink
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.mailbox.waker import WatchfilesWaker, wait_for_mail
+from team.mailbox.waker import WatchfilesWaker
 
 CONTENT = "Please review the change to the compaction threshold in team.toml. " * 3
 
@@ -54,11 +55,6 @@ def box_for(kind: str, where: str, agent: str = "alice", node: str = "bench"):
     if kind == "files":
         return MaildirMailbox(Path(where) / agent)
     return RedisMailbox(RedisLink(where, "bench", wait=True), agent, node)
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
 # --- 1. throughput ---------------------------------------------------------------------
@@ -120,13 +116,7 @@ def throughput(server: RedisServer, base: Path, reps: int, total: int) -> None:
 
 def paced_writer(kind: str, where: str, count: int, gap_s: float, out) -> None:  # type: ignore[no-untyped-def]
     box = box_for(kind, where, node="writer")
-    rng = random.Random(1)
-    for i in range(count):
-        time.sleep(rng.uniform(0.5 * gap_s, 1.5 * gap_s))
-        msg = message("bob", "alice", i)
-        box.deliver(msg)
-        out.put((msg.id, time.monotonic()))  # CLOCK_MONOTONIC is system-wide on Linux
-    out.put(None)
+    paced(box, (message("bob", "alice", i) for i in range(count)), gap_s, out)
 
 
 def latencies(kind: str, where: str, count: int, gap_s: float) -> list[float]:
@@ -138,35 +128,7 @@ def latencies(kind: str, where: str, count: int, gap_s: float) -> list[float]:
     else:
         box.receive()  # the group exists before the writer starts
         waker = StreamWaker(box, stop)
-    seen: dict[str, float] = {}
-
-    def owner() -> None:
-        while not stop.is_set():
-            if wait_for_mail(box, waker, stop, timeout=5.0, tick=1.0):
-                now = time.monotonic()
-                claimed = box.receive()
-                for c in claimed:
-                    seen.setdefault(c.message.id, now)
-                box.done_many(claimed)
-
-    reader = threading.Thread(target=owner)
-    reader.start()
-    ctx = mp.get_context("fork")
-    sent = ctx.Queue()
-    w = ctx.Process(target=paced_writer, args=(kind, where, count, gap_s, sent))
-    w.start()
-    delivered = {}
-    while (item := sent.get(timeout=60)) is not None:
-        delivered[item[0]] = item[1]
-    w.join()
-    deadline = time.monotonic() + 5
-    while len(seen) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
-    reader.join()
-    waker.close()
-    assert len(seen) == count, f"only {len(seen)} of {count} received"
-    return [max(0.0, seen[i] - t) for i, t in delivered.items()]
+    return wake_latencies(box, waker, stop, paced_writer, (kind, where, count, gap_s), count)
 
 
 def latency(server: RedisServer, base: Path, count: int, gap_s: float) -> None:
