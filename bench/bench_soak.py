@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 from team.agents.runtime import Runtime
+from team.backends.post import send
 from team.cli.demo import seed_project
 from team.config import render_config
 from team.events import DeliveryEvent, FanoutSink, SqliteEventLog
 from team.llm.sim import SimModel
-from team.mailbox.post import send
 from team.tasks import TaskBoard
 from team.workspace import Workspace
 

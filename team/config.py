@@ -10,7 +10,7 @@ from typing import Any, Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from team.backends.spec import check_url
+from team.backend_spec import check_url
 from team.errors import UserError
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")

@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from team.backends import post
 from team.config import TeamConfig
 from team.errors import UserError
 from team.events import EventSink
-from team.mailbox import post
 from team.mailbox.message import MailMessage
 from team.tasks import Board, Task, wording
 from team.workspace import USER, Workspace

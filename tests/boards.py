@@ -19,8 +19,8 @@ def open_board(spec: tuple[str, str]) -> Board:
     if kind == "files":
         return TaskBoard(Path(where))
     if kind == "redis":  # where: the URL of the test's redis-server
+        from team.backends.redis_board import RedisBoard
         from team.backends.redis_link import RedisLink
-        from team.tasks.redis import RedisBoard
 
         return RedisBoard(RedisLink(where, "boards"))
     raise ValueError(f"unknown board backend {kind!r}")

@@ -106,3 +106,36 @@ def test_the_check_sees_a_cycle_even_through_a_lazy_import(tmp_path):
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
     )
     assert cycles(graph(pkg)) == [["pkg.a", "pkg.b"]]
+
+
+def packages(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded to packages: `team.mailbox.maildir` counts as `team.mailbox`
+    (a module at the top, such as `team.config`, is a package of its own)."""
+
+    def top(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for m, deps in g.items():
+        out.setdefault(top(m), set()).update(top(d) for d in deps)
+    return {p: deps - {p} for p, deps in out.items()}
+
+
+def test_team_packages_layer_without_a_cycle():
+    # acyclic modules can still cross packages both ways (mailbox -> llm -> mailbox):
+    # then neither package can be read or replaced without the other
+    assert cycles(packages(graph(PACKAGE))) == []
+
+
+def test_the_package_check_sees_modules_crossing_both_ways(tmp_path):
+    root = tmp_path / "pkg"
+    for sub in ("low", "high"):
+        (root / sub).mkdir(parents=True)
+        (root / sub / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "low" / "a.py").write_text("X = 1\n")
+    (root / "high" / "b.py").write_text("from pkg.low.a import X\n")
+    (root / "low" / "c.py").write_text("from pkg.high.b import X\n")  # acyclic as modules
+    g = graph(root)
+    assert cycles(g) == []
+    assert cycles(packages(g)) == [["pkg.high", "pkg.low"]]

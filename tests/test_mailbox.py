@@ -17,11 +17,11 @@ import pytest
 from journal import JsonlJournal, drain
 
 from team.agents.session import read_records
+from team.backends import post
 from team.compaction.records import UserTurn
 from team.config import parse_config
 from team.errors import UserError
 from team.events import DeliveryEvent, MemorySink
-from team.mailbox import post
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import PollingWaker, WatchfilesWaker, make_waker, wait_for_mail

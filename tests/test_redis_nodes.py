@@ -20,12 +20,12 @@ from conftest import run_team
 from teamrun import wait_for
 
 from team.agents.session import read_records
+from team.backends.redis_board import RedisBoard
 from team.backends.redis_inbox import RedisMailbox
 from team.backends.redis_link import RedisLink
 from team.cli.demo import seed_project
 from team.compaction.records import UserTurn
 from team.config import render_config
-from team.tasks.redis import RedisBoard
 
 pytestmark = pytest.mark.slow
 

@@ -124,7 +124,7 @@ def _spend(st: dict) -> str:
     spent = st.get("spent_usd")
     if spent is None:
         return "-"
-    from team.study.stats import usd
+    from team.llm.prices import usd
 
     budget = st.get("budget_usd")
     return usd(spent) + (f"/{usd(budget)}" if budget else "")

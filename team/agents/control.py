@@ -13,10 +13,10 @@ from collections.abc import Callable
 from team import worktrees
 from team.agents.lock import TeamLock
 from team.backends.base import RedisBackend, open_backend
+from team.backends.post import request_shutdown
 from team.config import TeamConfig
 from team.errors import UserError
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.post import request_shutdown
 from team.workspace import Workspace
 
 

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from team.config import AgentConfig, TeamConfig
-from team.llm.base import AgentFacts, InboxMail
+from team.llm.base import AgentFacts
+from team.mailbox.message import InboxMail
 
 TOOL_GUIDE = """\
 Your tools: bash, read_file, write_file and edit_file work inside the team's workspace \

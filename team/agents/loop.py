@@ -38,7 +38,6 @@ from team.events import AgentEvent, EventSink, ModelCallEvent
 from team.facts import task_ids
 from team.llm.base import (
     AgentFacts,
-    InboxMail,
     Model,
     ModelError,
     ModelRequest,
@@ -48,7 +47,7 @@ from team.llm.base import (
     ToolSpec,
 )
 from team.mailbox.base import Inboxes, Waker
-from team.mailbox.message import unanswered_mail
+from team.mailbox.message import InboxMail, unanswered_mail
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from team.agents import nudges
 from team.agents.intake import Intake
 from team.agents.state import AgentState
 from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
-from team.llm.base import InboxMail
+from team.mailbox.message import InboxMail
 
 
 class Tools(Protocol):

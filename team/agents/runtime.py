@@ -23,6 +23,7 @@ from team.agents.build import Parts, build_agent
 from team.agents.lock import TeamLock
 from team.agents.loop import Agent
 from team.agents.reload import ConfigWatch
+from team.backends.post import shutdown_request
 from team.board import Board
 from team.compaction.compactor import AutoGate
 from team.config import AgentConfig, TeamConfig
@@ -30,7 +31,6 @@ from team.errors import os_error_line
 from team.events import AgentEvent, EventSink
 from team.llm.base import Model
 from team.mailbox.base import Inboxes
-from team.mailbox.post import shutdown_request
 from team.tasks import TaskBoard
 from team.teamwork import Courier
 from team.workspace import Workspace

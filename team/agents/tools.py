@@ -24,11 +24,11 @@ from team.agents.tool_input import ToolInputError, ToolResult, spec, text
 from team.agents.tool_input import need_str as _need_str
 from team.agents.tool_input import opt_int as _opt_int
 from team.agents.tool_input import opt_str as _opt_str
+from team.backends import post
 from team.config import AgentConfig, TeamConfig
 from team.errors import UserError
 from team.events import AuditEvent, EventSink
 from team.llm.base import ToolSpec
-from team.mailbox import post
 from team.mailbox.base import Inboxes
 from team.tasks import Board
 from team.teamwork import Teamwork

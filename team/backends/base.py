@@ -15,7 +15,7 @@ import socket
 import threading
 from typing import Protocol
 
-from team.backends.spec import FILES, chosen
+from team.backend_spec import FILES, chosen
 from team.config import ConfigError, TeamConfig
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import Waker, make_waker
@@ -105,8 +105,8 @@ class RedisBackend:
         return StreamWaker(self.mailbox(agent), stop)
 
     def board(self):
-        """The task board on this Redis (`team.tasks.redis.RedisBoard`)."""
-        from team.tasks.redis import RedisBoard
+        """The task board on this Redis (`team.backends.redis_board.RedisBoard`)."""
+        from team.backends.redis_board import RedisBoard
 
         return RedisBoard(self.link)
 

@@ -141,7 +141,7 @@ def ask_team_to_stop(ws: Workspace, backend: RedisBackend, config: TeamConfig) -
     Raises:
         UserError: no agent of the team runs anywhere.
     """
-    from team.mailbox.post import request_shutdown
+    from team.backends.post import request_shutdown
 
     leases = Leases(backend.link, backend.node, config.team.lease_seconds)
     running = sorted(leases.running(config.names()))

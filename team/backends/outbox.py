@@ -18,13 +18,13 @@ import logging
 import threading
 from pathlib import Path
 
+from team.backends.post import deliver
 from team.backends.redis_link import RedisUnavailable
 from team.errors import UserError
 from team.events import EventSink
 from team.mailbox.base import Inboxes
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.mailbox.post import deliver
 
 log = logging.getLogger(__name__)
 

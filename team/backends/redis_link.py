@@ -25,7 +25,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from team.backends.spec import shown
+from team.backend_spec import shown
 from team.errors import UserError
 
 log = logging.getLogger(__name__)

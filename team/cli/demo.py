@@ -69,7 +69,7 @@ def seed_project(root: Path) -> None:
 
 def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     """A fresh demo workspace: team.toml, the seed project, and the tasks on the board."""
-    from team.mailbox.post import send
+    from team.backends.post import send
 
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from team.backends import post
 from team.backends.base import open_backend
 from team.cli.base import (
     DirOption,
@@ -25,7 +26,7 @@ from team.cli.base import (
     workspace,
 )
 from team.errors import UserError, os_error_line
-from team.mailbox import post, reading
+from team.mailbox import reading
 from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
 

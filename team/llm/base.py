@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from team.conversation import Block, Message
+
+if TYPE_CHECKING:
+    from team.mailbox.message import InboxMail
 
 CHARS_PER_TOKEN = 4
 """The estimate before an agent's own calls calibrate it (team.compaction.tokens)."""
@@ -71,17 +74,6 @@ def cache_block(point: CachePoint, messages: list[Message]) -> tuple[int, int]:
     if not 0 <= j < n:
         raise ValueError(f"cache breakpoint {point} is outside message {i}'s {n} blocks")
     return i, j
-
-
-@dataclass(frozen=True, slots=True)
-class InboxMail:
-    """One inbox message as the model is shown it (`MailMessage.as_prompt` writes it)."""
-
-    sender: str
-    type: str
-    id: str
-    task: int | None
-    body: str
 
 
 @dataclass(frozen=True, slots=True)

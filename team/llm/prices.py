@@ -198,3 +198,10 @@ def dollars(usage: Counts, model: str, *, ttl: CacheTTL | None = None) -> float:
         + _count(usage, "cache_read_tokens") * p.cache_read
         + _count(usage, "output_tokens") * p.output
     ) / 1_000_000
+
+
+def usd(value: float | None) -> str:
+    """Dollars with cents, and more digits for the fractions of a cent a sim run costs."""
+    if value is None:
+        return "-"
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from team.conversation import ToolResultBlock, ToolUseBlock
-from team.llm.base import InboxMail, ModelRequest
-from team.mailbox.message import parse_prompts
+from team.llm.base import ModelRequest
+from team.mailbox.message import InboxMail, parse_prompts
 from team.tasks.wording import parse_claimed
 
 CLOSED = frozenset({"completed", "complete", "done", "closed", "cancelled", "canceled", "failed"})

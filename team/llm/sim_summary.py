@@ -13,9 +13,9 @@ from collections import Counter
 
 from team.conversation import Message, render_block
 from team.facts import iter_paths, task_ids
-from team.llm.base import AgentFacts, InboxMail
+from team.llm.base import AgentFacts
 from team.llm.sim_reading import BOARD_CHECK, SUMMARY_HEAD, progress
-from team.mailbox.message import parse_prompts
+from team.mailbox.message import InboxMail, parse_prompts
 from team.tasks.wording import parse_claimed, parse_completed
 
 MAX_CHARS = 7600  # ~1,900 tokens: the ceiling whatever the input

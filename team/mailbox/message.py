@@ -5,12 +5,24 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from team.conversation import Message, TextBlock, ToolResultBlock
-from team.llm.base import InboxMail
+
+
+@dataclass(frozen=True, slots=True)
+class InboxMail:
+    """One inbox message as the model is shown it, as data (`MailMessage.as_prompt` writes it)."""
+
+    sender: str
+    type: str
+    id: str
+    task: int | None
+    body: str
+
 
 MessageType = Literal[
     "message",

@@ -24,7 +24,6 @@ from team.study.stats import (
     load,
     price_note,
     tables,
-    usd,
 )
 
 # The agent is the colour (of its line and of its compaction markers), the layer the
@@ -185,7 +184,7 @@ def _draw_cost(ax: Any, rows: Rows, st: Stats) -> None:
         g = st.team if name == "TEAM" else st.agents[name]
         if bottoms[i] > 0:
             ax.annotate(
-                f"{usd(g.usd)}, summary {fmt(g.summary_share, '%')}",
+                f"{prices.usd(g.usd)}, summary {fmt(g.summary_share, '%')}",
                 (i, bottoms[i]),
                 ha="center",
                 va="bottom",

@@ -314,13 +314,6 @@ def fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
-def usd(value: float | None) -> str:
-    """Dollars with cents, and more digits for the fractions of a cent a sim run costs."""
-    if value is None:
-        return "-"
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
-
-
 def price_note(model: str) -> str:
     p = prices.prices_for(model)
     if model == "sim":
@@ -347,7 +340,7 @@ def tables(st: Stats) -> list[Table]:
                 name,
                 fmt(g.agent_calls),
                 fmt(g.summary_calls),
-                usd(g.usd),
+                prices.usd(g.usd),
                 fmt(round(g.billed_input)),
                 fmt(g.summary_share, "%"),
             ]

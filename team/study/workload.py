@@ -22,8 +22,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from team.backends.post import send
 from team.config import parse_config
-from team.mailbox.post import send
 from team.tasks import TaskBoard
 from team.workspace import Workspace
 
