@@ -5,6 +5,8 @@ hides a cycle, it does not remove it); only `if TYPE_CHECKING:` blocks are left 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,3 +141,16 @@ def test_the_package_check_sees_modules_crossing_both_ways(tmp_path):
     g = graph(root)
     assert cycles(g) == []
     assert cycles(packages(g)) == [["pkg.high", "pkg.low"]]
+
+
+def test_the_cli_loads_no_library_before_a_command_runs():
+    """Each `team ...` is a new process: loading the commands must not load the runtime,
+    the SDK or the backends (a command imports what it uses; docs/design.md, "CLI")."""
+    code = "import sys, team.cli.app; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = ("anthropic", "pydantic", "redis", "rich", "watchfiles")
+    ours = ("team.agents", "team.backends", "team.compaction", "team.mailbox", "team.study")
+    loaded = [m for m in out if m.split(".")[0] in heavy or m.startswith(ours)]
+    assert loaded == []

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from team.audit import read_audit, render_row
 from team.cli.base import DirOption, JsonOption, app, workspace
 
 
@@ -18,6 +17,8 @@ def audit(
     dir: DirOption = ".",
 ) -> None:
     """Every command and file write: agent, tool, outcome, exit code, duration, bytes."""
+    from team.audit import read_audit, render_row
+
     ws = workspace(dir)
     config = ws.load_config()
     if agent is not None:

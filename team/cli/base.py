@@ -1,4 +1,8 @@
-"""The typer app every command module registers on, and the options they share."""
+"""The typer app every command module registers on, and the options they share.
+
+Every `team ...` command starts a Python process, so the command modules import only
+typer at load time and the library inside the commands that need it (`team send` should
+not load the runtime; bench/bench_cli_startup.py measures it)."""
 
 from __future__ import annotations
 
@@ -7,13 +11,18 @@ import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from team.errors import UserError
-from team.events import EventSink, SqliteEventLog
-from team.workspace import Workspace
+
+if TYPE_CHECKING:
+    from team.config import TeamConfig
+    from team.events import EventSink
+    from team.tasks import Board
+    from team.teamwork import Teamwork
+    from team.workspace import Workspace
 
 app = typer.Typer(
     name="team",
@@ -37,12 +46,17 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 def workspace(path: Path) -> Workspace:
+    from team.workspace import Workspace
+
     return Workspace.at(path)
 
 
 @contextlib.contextmanager
 def event_log(ws: Workspace) -> Iterator[EventSink | None]:
-    """Record deliveries in .team/events.db (§8); a busy or broken db never blocks a send."""
+    """Record deliveries in .team/events.db (docs/design.md, "Files on disk"); a busy or
+    broken db never blocks a send."""
+    from team.events import SqliteEventLog
+
     try:
         sink = SqliteEventLog(ws.events_db)
     except (sqlite3.Error, OSError):
@@ -52,6 +66,15 @@ def event_log(ws: Workspace) -> Iterator[EventSink | None]:
         yield sink
     finally:
         sink.close()
+
+
+@contextlib.contextmanager
+def teamwork(ws: Workspace, config: TeamConfig, board: Board) -> Iterator[Teamwork]:
+    """What the team is told when the user changes the board, recorded in the event log."""
+    from team.teamwork import Teamwork
+
+    with event_log(ws) as sink:
+        yield Teamwork(ws, config, board, sink)
 
 
 FileOption = Annotated[

@@ -7,12 +7,9 @@ from typing import Annotated
 
 import typer
 
-from team import worktrees
-from team.cli.base import DirOption, JsonOption, app, event_log, workspace
+from team.cli.base import DirOption, JsonOption, app, teamwork, workspace
 from team.cli.tasks_cmd import team_board
 from team.errors import UserError
-from team.teamwork import Teamwork
-from team.workspace import USER
 
 TaskArg = Annotated[int, typer.Argument(metavar="N", help="The task whose plan it is.")]
 
@@ -27,8 +24,8 @@ def goal(
     config = ws.load_config()
     if not text.strip():
         raise UserError("the goal is empty")
-    with event_log(ws) as sink:
-        lead = Teamwork(ws, config, team_board(ws, config), sink).goal(text)
+    with teamwork(ws, config, team_board(ws, config)) as tw:
+        lead = tw.goal(text)
     typer.echo(f"goal sent to {lead} (the lead)")
 
 
@@ -86,8 +83,8 @@ def _review(dir, task_id: int, approve: bool, feedback: str | None) -> None:
     config = ws.load_config()
     board = team_board(ws, config)
     task = board.review_plan(task_id, approve, feedback)
-    with event_log(ws) as sink:
-        Teamwork(ws, config, board, sink).plan_reviewed(task, USER)
+    with teamwork(ws, config, board) as tw:
+        tw.plan_reviewed(task, "user")
     typer.echo(f"plan for task #{task.id} {task.plan_state}; {task.owner} is told")
 
 
@@ -103,4 +100,6 @@ def merge(
         raise UserError(f"unknown agent {agent!r} (this team has: {', '.join(config.names())})")
     if config.team.isolation != "worktree":
         raise UserError('agents share one folder here (isolation = "shared"): nothing to merge')
+    from team import worktrees
+
     typer.echo(worktrees.merge(ws, agent))

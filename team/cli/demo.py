@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from team.agents.launch import RunOptions, foreground, run_error
-from team.agents.lock import TeamLock
 from team.cli.base import app, event_log
-from team.config import render_config
 from team.errors import UserError
-from team.tasks import TaskBoard
-from team.workspace import Workspace
+
+if TYPE_CHECKING:
+    from team.workspace import Workspace
 
 DEMO_MARK = "demo"  # in .team/: this folder is the demo's to delete
 AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
@@ -70,6 +68,9 @@ def seed_project(root: Path) -> None:
 def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     """A fresh demo workspace: team.toml, the seed project, and the tasks on the board."""
     from team.backends.post import send
+    from team.config import render_config
+    from team.tasks import TaskBoard
+    from team.workspace import Workspace
 
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)
@@ -99,6 +100,10 @@ def demo(
     latency: Annotated[float, typer.Option(help="Seconds each simulated model call takes.")] = 0.3,
 ) -> None:
     """Run an offline demo team (sim model) through a few tasks, then print what happened."""
+    from team.agents.launch import RunOptions, foreground, run_error
+    from team.agents.lock import TeamLock
+    from team.workspace import Workspace
+
     root = dir.resolve()
     if root.exists() and any(root.iterdir()):
         ws = Workspace.at(root)

@@ -6,9 +6,7 @@ from typing import Annotated
 
 import typer
 
-from team.agents import sandbox
 from team.cli.base import DirOption, app, workspace
-from team.config import render_config
 from team.errors import UserError
 
 DEFAULT_AGENTS = "alice:coder,bob:tester,carol:reviewer"
@@ -34,6 +32,8 @@ def init(
     dir: DirOption = ".",
 ) -> None:
     """Write a team.toml."""
+    from team.config import render_config
+
     ws = workspace(dir)
     if ws.config_path.exists() and not force:
         raise UserError(f"{ws.config_path} already exists (use --force to overwrite)")
@@ -46,6 +46,8 @@ def init(
 @app.command()
 def check(dir: DirOption = ".") -> None:
     """Check team.toml and print the team it defines, and how its commands are confined."""
+    from team.agents import sandbox
+
     ws = workspace(dir)
     cfg = ws.load_config()
     n = len(cfg.agents)

@@ -12,7 +12,6 @@ import typer
 
 from team.cli.base import DirOption, app, workspace
 from team.errors import UserError
-from team.study.conversation_view import read_records, show_session
 
 FOLLOW_TICK_S = 0.5
 """--follow looks for new records this often."""
@@ -37,6 +36,8 @@ def log_cmd(
 ) -> None:
     """Show an agent's conversation: compactions marked, old tool results as the model
     saw them (micro placeholders), long texts cut; --full shows the stored text."""
+    from team.study.conversation_view import show_session
+
     ws = workspace(dir)
     config = ws.load_config()
     ws.require_agent(config, agent)
@@ -60,7 +61,7 @@ def log_cmd(
 
 
 def _follow(path, agent, compaction, full, view, offset) -> None:
-    from team.study.conversation_view import SessionView
+    from team.study.conversation_view import SessionView, read_records
 
     view = view or SessionView(agent, compaction, full=full)
     stop = threading.Event()

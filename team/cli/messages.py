@@ -10,12 +10,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from team.backends import post
-from team.backends.base import open_backend
 from team.cli.base import (
     DirOption,
     FileOption,
@@ -26,9 +24,10 @@ from team.cli.base import (
     workspace,
 )
 from team.errors import UserError, os_error_line
-from team.mailbox import reading
-from team.mailbox.maildir import Status
-from team.mailbox.message import MailMessage
+
+if TYPE_CHECKING:
+    from team.mailbox.maildir import Status
+    from team.mailbox.message import MailMessage
 
 FromOption = Annotated[
     str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
@@ -44,6 +43,8 @@ def send(
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to an agent's inbox (works whether or not the team is up)."""
+    from team.backends import post
+
     ws = workspace(dir)
     config = ws.load_config()
     text = text_input(text, file)
@@ -60,6 +61,8 @@ def broadcast(
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to every agent but the sender."""
+    from team.backends import post
+
     ws = workspace(dir)
     config = ws.load_config()
     text = text_input(text, file)
@@ -140,6 +143,8 @@ def inbox(
 
     With --follow, print each new message as it lands (with --json, one object a line).
     """
+    from team.backends.base import open_backend
+
     ws = workspace(dir)
     config = ws.load_config()
     ws.require_agent(config, agent)
@@ -159,6 +164,8 @@ def _inbox(
     ack: bool,
     limit: int | None,
 ) -> None:
+    from team.mailbox import reading
+
     mailbox = backend.mailbox(agent)
     if ack:
         with reading.taking(mailbox, agent) as taken:
@@ -185,6 +192,8 @@ def _inbox(
 
 def _follow(backend, agent: str, show_all: bool, as_json: bool, limit: int | None) -> None:
     """Print until Ctrl-C or a polite kill (both exit 0), or until the reader goes away."""
+    from team.mailbox import reading
+
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     previous_term = signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -7,9 +7,6 @@ from typing import Annotated
 
 import typer
 
-from team.agents.console import status_table
-from team.agents.control import stop_team, team_status
-from team.agents.launch import RunOptions, foreground, run_error
 from team.cli.base import DirOption, JsonOption, app, workspace
 from team.errors import UserError
 
@@ -41,6 +38,8 @@ def up(
     dir: DirOption = ".",
 ) -> None:
     """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
+    from team.agents.launch import RunOptions, foreground, run_error
+
     picked = agents.split(",") if agents is not None else None
     opts = RunOptions(until_idle, model, idle_grace, timeout, sim_latency, picked)
     result = foreground(workspace(dir), opts)
@@ -55,6 +54,8 @@ def down(
     dir: DirOption = ".",
 ) -> None:
     """Ask a running team to stop gracefully (each agent finishes its step first)."""
+    from team.agents.control import stop_team
+
     ws = workspace(dir)
     stop_team(ws, ws.load_config(), wait, say=lambda line: print(line, flush=True))
     print("team stopped")
@@ -64,12 +65,16 @@ def down(
 def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     """Agents of the team here: state, what each is doing, task, context, compactions
     (auto/manual/micro), pending inbox, spend against budget, and last errors."""
+    from team.agents.control import team_status
+
     ws = workspace(dir)
     out = team_status(ws, ws.load_config())
     if json_out:
         print(json.dumps(out, indent=2))
         return
     from rich.console import Console
+
+    from team.agents.console import status_table
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     console = Console()

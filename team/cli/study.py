@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from team.cli.base import DirOption, JsonOption, app, workspace
-from team.config import ConfigError
 from team.errors import UserError
-from team.workspace import Workspace
+
+if TYPE_CHECKING:
+    from team.workspace import Workspace
 
 
 def _console() -> Any:
@@ -47,6 +48,8 @@ def _print_table(console: Any, title: str, headers: list[str], rows: list[list[s
 
 def _team_name(ws: Workspace) -> str:
     # The title is a nicety: a report must still be drawn if team.toml is gone or broken.
+    from team.config import ConfigError
+
     try:
         return ws.load_config().team.name
     except ConfigError:
@@ -55,6 +58,8 @@ def _team_name(ws: Workspace) -> str:
 
 def _team_model(ws: Workspace) -> str:
     """The model the team runs on, to price its calls; an unknown one is marked as such."""
+    from team.config import ConfigError
+
     try:
         return ws.load_config().team.model
     except ConfigError:

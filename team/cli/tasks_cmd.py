@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from team.backends.base import open_backend
-from team.cli.base import DirOption, FileOption, JsonOption, app, event_log, text_input, workspace
-from team.config import TeamConfig
+from team.cli.base import (
+    DirOption,
+    FileOption,
+    JsonOption,
+    app,
+    teamwork,
+    text_input,
+    workspace,
+)
 from team.errors import UserError, os_error_line
-from team.tasks import Board, Task, TaskError
-from team.teamwork import Teamwork
-from team.workspace import Workspace
+
+if TYPE_CHECKING:
+    from team.config import TeamConfig
+    from team.tasks import Board, Task
+    from team.workspace import Workspace
 
 task_app = typer.Typer(help="Look at one task, or cancel, reassign or reopen it.")
 app.add_typer(task_app, name="task")
@@ -94,8 +102,8 @@ def assign(
         typer.echo(f"task #{task.id} (open){waits}")
         return
     try:
-        with event_log(ws) as sink:
-            told = Teamwork(ws, config, board, sink).assigned(task, "user", strict=True)
+        with teamwork(ws, config, board) as tw:
+            told = tw.assigned(task, "user", strict=True)
     except OSError as e:
         # all or nothing: a task its owner never hears of would stay open for ever
         try:
@@ -179,8 +187,8 @@ def cancel(
     ws, config, board = _open(dir)
     before = board.get(task_id)
     task = board.cancel(task_id)
-    with event_log(ws) as sink:
-        Teamwork(ws, config, board, sink).cancelled(task, "user", before.status)
+    with teamwork(ws, config, board) as tw:
+        tw.cancelled(task, "user", before.status)
     waiting = [t.id for t in board.unfinished() if task_id in t.blocked_by]
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
     typer.echo(f"task #{task.id} cancelled{behind}")
@@ -200,8 +208,8 @@ def reassign(
     if before.owner == task.owner:
         typer.echo(f"task #{task.id} is already {agent}'s")
         return
-    with event_log(ws) as sink:
-        Teamwork(ws, config, board, sink).reassigned(task, before.owner, "user")
+    with teamwork(ws, config, board) as tw:
+        tw.reassigned(task, before.owner, "user")
     typer.echo(f"task #{task.id} -> {agent} (was {before.owner or 'open'})")
 
 
@@ -213,8 +221,8 @@ def reopen(
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
     ws, config, board = _open(dir)
     task = board.reopen(task_id)
-    with event_log(ws) as sink:
-        Teamwork(ws, config, board, sink).assigned(task, "user")
+    with teamwork(ws, config, board) as tw:
+        tw.assigned(task, "user")
     typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
 
 
@@ -229,13 +237,15 @@ def block(
     before = board.get(task_id)
     task = board.set_blocked_by(task_id, parse_ids(by))
     if before.status == "blocked" and task.status == "pending":
-        with event_log(ws) as sink:
-            Teamwork(ws, config, board, sink).assigned(task, "user")
+        with teamwork(ws, config, board) as tw:
+            tw.assigned(task, "user")
     typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
 
 def team_board(ws: Workspace, config: TeamConfig) -> Board:
     """The team's board: files under .team/tasks/, or on Redis (`[team] backend`)."""
+    from team.backends.base import open_backend
+
     return open_backend(ws, config).board()
 
 
@@ -278,6 +288,3 @@ def _when(ts: float | None) -> str:
     import time
 
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-__all__ = ["TaskError", "assign", "tasks"]

@@ -1,0 +1,120 @@
+"""CLI startup cost: what one `team ...` command costs before it does any work (issue 8).
+
+    .venv/bin/python bench/bench_cli_startup.py [--runs 7] [--imports]
+
+Each command runs `--runs` times in a fresh interpreter, in a workspace made by
+`team init`, interleaved with the baseline `python -c pass` so that a busy machine slows
+both alike. Printed per command: the median CPU seconds (user + sys of the child) and wall
+seconds, and both as ratios against the baseline. CPU is the figure to compare on a
+shared machine; wall also counts the others' work. Target: a command that reads or
+writes a few files (`send`, `tasks`, `inbox`) costs under 0.25 s CPU and stays out of
+the runtime and the Anthropic SDK (`--imports` lists, per command, which of the heavy
+packages it loaded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PY = sys.executable
+BASELINE = ("-c", "pass")
+COMMANDS: list[tuple[str, ...]] = [
+    ("--help",),
+    ("send", "alice", "hello"),
+    ("inbox", "alice"),
+    ("assign", "bob", "write the tests"),
+    ("tasks", "--json"),
+    ("task", "show", "1"),
+    ("status", "--json"),
+    ("audit",),
+    ("down",),
+    ("log", "alice"),
+    ("stats", "--json"),
+]
+HEAVY = (
+    "anthropic",
+    "httpx",
+    "redis",
+    "rich",
+    "watchfiles",
+    "matplotlib",
+    "team.agents.runtime",
+    "team.agents.loop",
+    "team.compaction.compactor",
+    "team.study.stats",
+)
+
+
+def run(argv: list[str], cwd: Path, env: dict) -> tuple[float, float, int]:
+    """(CPU seconds of the child, wall seconds, exit code)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, r.returncode
+
+
+def loaded(cmd: tuple[str, ...], cwd: Path, env: dict) -> list[str]:
+    """The heavy modules a command imports (run with the module list dumped at exit)."""
+    probe = (
+        "import atexit, sys, runpy\n"
+        "out = sys.argv.pop(1)\n"
+        "atexit.register(lambda: open(out, 'w').write('\\n'.join(sys.modules)))\n"
+        "sys.argv[0] = 'team'\n"
+        "runpy.run_module('team', run_name='__main__', alter_sys=True)\n"
+    )
+    out = cwd / ".modules"
+    subprocess.run([PY, "-c", probe, str(out), *cmd], cwd=cwd, env=env, capture_output=True)
+    mods = set(out.read_text().split())
+    return [h for h in HEAVY if h in mods]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--imports", action="store_true", help="list the heavy modules loaded")
+    args = ap.parse_args()
+    ws = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    env = {**os.environ, "ANTHROPIC_API_KEY": "", "TEAM_DIR": str(ws)}
+    init = [PY, "-m", "team", "init", "--agents", "alice:coder,bob:tester", "--dir", str(ws)]
+    subprocess.run(init, check=True, capture_output=True)
+
+    base_cpu: list[float] = []
+    base_wall: list[float] = []
+    rows = []
+    for cmd in COMMANDS:
+        cpus, walls = [], []
+        for _ in range(args.runs):
+            c, w, _ = run([PY, *BASELINE], ws, env)
+            base_cpu.append(c)
+            base_wall.append(w)
+            c, w, code = run([PY, "-m", "team", *cmd], ws, env)
+            cpus.append(c)
+            walls.append(w)
+        rows.append((cmd, statistics.median(cpus), statistics.median(walls), code))
+    bc, bw = statistics.median(base_cpu), statistics.median(base_wall)
+    print(f"baseline `python -c pass`: {bc:.3f} s CPU, {bw:.3f} s wall (median)")
+    print(f"{'command':<28} {'cpu s':>6} {'x base':>7} {'wall s':>7} {'x base':>7}  exit")
+    for cmd, c, w, code in rows:
+        name = " ".join(cmd)
+        print(f"{name:<28} {c:6.3f} {c / bc:7.1f} {w:7.3f} {w / bw:7.1f}  {code}")
+    total = sum(c for _, c, _, _ in rows)
+    print(f"sum of medians: {total:.2f} s CPU over {len(rows)} commands")
+    if args.imports:
+        print("\nheavy modules loaded:")
+        for cmd in COMMANDS:
+            print(f"  {' '.join(cmd):<26} {', '.join(loaded(cmd, ws, env)) or '-'}")
+
+
+if __name__ == "__main__":
+    main()
