@@ -40,6 +40,46 @@ def run_team(
     )
 
 
+def write_team(root: Path, agents: str = "alice:coder,bob:tester", model: str = "sim") -> Path:
+    """The team.toml `team init --agents AGENTS` writes (tests/test_init_cli.py runs the
+    command itself), without a process: most tests only need a team to exist."""
+    from team.config import render_config
+
+    pairs = [tuple(a.split(":")) for a in agents.split(",")]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "team.toml").write_text(render_config("demo", model, pairs))
+    return root
+
+
+def send_mail(root: Path, to: str, text: str, sender: str = "user") -> None:
+    """What `team send` does, in process (tests/test_mailbox_cli.py runs the command): for
+    tests about something else, where a process per message only costs time."""
+    from team.backends.post import send
+    from team.workspace import Workspace
+
+    ws = Workspace.at(root)
+    send(ws, ws.load_config(), to, text, sender=sender)
+
+
+def add_task(root: Path, text: str, owner: str | None = None, blocked_by=()) -> int:
+    """What `team assign OWNER TEXT` (or `--any`) does, in process (tests/test_tasks_cli.py
+    runs the command): the task on the board, delivered to its owner unless blocked."""
+    from team.backends.base import open_backend
+    from team.teamwork import Teamwork
+    from team.workspace import Workspace
+
+    ws = Workspace.at(root)
+    config = ws.load_config()
+    backend = open_backend(ws, config)
+    try:
+        board = backend.board()
+        task = board.create(text, owner=owner, blocked_by=blocked_by)
+        Teamwork(ws, config, board).assigned(task, "user", strict=True)
+    finally:
+        backend.close()
+    return task.id
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
     """One real redis-server per test process (xdist worker), on a free loopback port."""

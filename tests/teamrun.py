@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_team
+from conftest import add_task
 
 from team.cli.demo import AGENTS, seed_project
 from team.config import render_config
@@ -61,9 +61,10 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
-def assign(ws: Workspace, *args: str) -> None:
-    r = run_team("assign", *args, "--dir", str(ws.root))
-    assert r.returncode == 0, r.stderr
+def assign(ws: Workspace, owner: str, text: str) -> None:
+    """`team assign OWNER TEXT` (`--any` for an open task), in process: the runs here are
+    about the team; test_tasks_cli.py and test_up_cli.py run the command itself."""
+    add_task(ws.root, text, owner=None if owner == "--any" else owner)
 
 
 def session_records(ws: Workspace, agent: str) -> list[dict]:

@@ -11,8 +11,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+import boards
 import pytest
 from boards import BACKENDS, open_board
 
@@ -307,56 +307,6 @@ def test_threads_racing_for_one_task_have_one_winner(board_spec: tuple[str, str]
         assert board.get(i).owner == winners[0]
 
 
-def _claim_each(spec: tuple, agent: str, n: int, ready: Any, start: Any, out: Any) -> None:
-    board = open_board(spec)
-    ready.put(agent)
-    start.wait(10)
-    won = []
-    for i in range(1, n + 1):
-        try:
-            board.claim(i, agent)
-            won.append(i)
-        except TaskError:
-            pass
-    out.put((agent, won))
-
-
-def _claim_until_empty(spec: tuple, agent: str, ready: Any, start: Any, out: Any) -> None:
-    board = open_board(spec)
-    ready.put(agent)
-    start.wait(10)
-    won = []
-    while (t := board.claim_next(agent)) is not None:
-        won.append(t.id)
-    out.put((agent, won))
-
-
-def _work_the_chain(spec: tuple, agent: str, n: int, ready: Any, start: Any, out: Any) -> None:
-    """Claim whatever is claimable, complete it at once; until the whole chain is done."""
-    board = open_board(spec)
-    ready.put(agent)
-    start.wait(10)
-    claims = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        task = board.claim_next(agent)
-        if task is None:
-            if all(t.status == "completed" for t in board.list()):
-                break
-            time.sleep(0.002)
-            continue
-        claims.append((task.id, task.updated_at))
-        board.complete(task.id, agent, f"done by {agent}")
-    out.put((agent, claims))
-
-
-def _create_many(spec: tuple, agent: str, n: int, ready: Any, start: Any, out: Any) -> None:
-    board = open_board(spec)
-    ready.put(agent)
-    start.wait(10)
-    out.put((agent, [board.create(f"{agent} {i}", created_by=agent).id for i in range(n)]))
-
-
 def _race(target: Callable[..., None], args_for: list[tuple]) -> dict[str, list]:
     ctx = mp.get_context("spawn")  # a clean interpreter each: no lock state inherited
     ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
@@ -379,7 +329,7 @@ def test_processes_racing_to_claim_have_exactly_one_winner_per_task(
     board, n = open_board(board_spec), 25
     for i in range(n):
         board.create(f"contested {i}")
-    results = _race(_claim_each, [(board_spec, f"p{k}", n) for k in range(4)])
+    results = _race(boards.claim_each, [(board_spec, f"p{k}", n) for k in range(4)])
     owners: dict[int, str] = {}
     for agent, won in results.items():
         for i in won:
@@ -395,7 +345,7 @@ def test_claim_next_across_processes_hands_out_each_task_once(
     board, n = open_board(board_spec), 30
     for i in range(n):
         board.create(f"job {i}")
-    results = _race(_claim_until_empty, [(board_spec, f"w{k}") for k in range(4)])
+    results = _race(boards.claim_until_empty, [(board_spec, f"w{k}") for k in range(4)])
     handed = sorted(i for won in results.values() for i in won)
     assert handed == list(range(1, n + 1))
     assert board.unclaimed() == []
@@ -410,7 +360,7 @@ def test_across_processes_a_claim_never_runs_ahead_of_its_blocker(
     for i in range(2, n + 1):
         board.create(f"step {i}", blocked_by=[i - 1])
     board.create("fan-in", blocked_by=[6, n])
-    results = _race(_work_the_chain, [(board_spec, f"w{k}", n) for k in range(4)])
+    results = _race(boards.work_the_chain, [(board_spec, f"w{k}", n) for k in range(4)])
     claimed_at = {i: at for claims in results.values() for i, at in claims}
     assert sorted(claimed_at) == list(range(1, n + 2))  # each claimed exactly once
     done = {t.id: t for t in board.list()}
@@ -421,7 +371,7 @@ def test_across_processes_a_claim_never_runs_ahead_of_its_blocker(
 
 
 def test_processes_creating_at_once_get_distinct_ids(board_spec: tuple[str, str]) -> None:
-    results = _race(_create_many, [(board_spec, f"c{k}", 10) for k in range(3)])
+    results = _race(boards.create_many, [(board_spec, f"c{k}", 10) for k in range(3)])
     board = open_board(board_spec)
     ids = sorted(i for made in results.values() for i in made)
     assert ids == list(range(1, 31))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import add_task, run_team
 
 from team.agents.tools import Toolbox, ToolResult
 from team.config import parse_config
@@ -303,10 +303,7 @@ def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path)
         f'touch {marker}; echo "write the changelog too" >&2; exit 2\n'
     )
     ws = make_ws(tmp_path, tail=f'\n[hooks]\nteammate_idle = "sh {hook}"\n')
-    assert (
-        run_team("assign", "bob", "Count the lines of team.toml", "--dir", str(ws.root)).returncode
-        == 0
-    )
+    add_task(ws.root, "Count the lines of team.toml", owner="bob")
     r = run_team(
         "up",
         "--until-idle",
@@ -372,10 +369,7 @@ def test_a_running_agent_waits_for_its_plan_and_revises_it_after_a_rejection(
     import time
 
     ws = make_ws(tmp_path, team="", bob="plan_approval = true")
-    assert (
-        run_team("assign", "bob", "Count the lines of team.toml", "--dir", str(ws.root)).returncode
-        == 0
-    )
+    add_task(ws.root, "Count the lines of team.toml", owner="bob")
     board = TaskBoard(ws.tasks_dir)
 
     def wait_for(pred, what: str) -> None:

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import run_team, send_mail, write_team
+
+from team.mailbox.maildir import MaildirMailbox
 
 BIG = 200_000
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    done = run_team("init", "--agents", "alice:coder,bob:tester", "--dir", str(tmp_path))
-    assert done.returncode == 0, done.stderr
-    return tmp_path
+    return write_team(tmp_path)
 
 
 def team(ws: Path, *args: str, input: str | None = None):
@@ -84,7 +84,7 @@ def test_bad_input_is_one_line(ws: Path, args: tuple[str, ...], expected: str) -
     assert done.returncode == 1, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
-    assert inbox(ws, "alice") == []
+    assert MaildirMailbox(ws / ".team" / "inbox" / "alice").pending() == []
 
 
 def test_inbox_truncates_long_messages_unless_full(ws: Path) -> None:
@@ -115,24 +115,25 @@ def test_status_inbox_counts_messages_not_stray_files(ws: Path) -> None:
 
 def test_processed_mail_leaves_cur_and_inbox_all_still_shows_it(ws: Path) -> None:
     for i in range(5):
-        assert team(ws, "send", "user", f"report {i}", "--from", "alice").returncode == 0
+        send_mail(ws, "user", f"report {i}", sender="alice")
     acked = team(ws, "inbox", "user", "--ack")
     assert acked.returncode == 0 and "report 4" in acked.stdout
     box = ws / ".team" / "inbox" / "user"
     assert list((box / "cur").iterdir()) == [] and list((box / "new").iterdir()) == []
-    assert [m["content"] for m in inbox(ws, "user", "--all")] == [f"report {i}" for i in range(5)]
-    assert all(m["status"] == "done" for m in inbox(ws, "user", "--all"))
+    listed = inbox(ws, "user", "--all")
+    assert [m["content"] for m in listed] == [f"report {i}" for i in range(5)]
+    assert all(m["status"] == "done" for m in listed)
     assert inbox(ws, "user") == []
 
 
 def test_mail_marked_done_by_an_older_version_is_archived_and_still_listed(ws: Path) -> None:
-    assert team(ws, "send", "user", "old report", "--from", "alice").returncode == 0
+    send_mail(ws, "user", "old report", sender="alice")
     box = ws / ".team" / "inbox" / "user"
     [f] = list((box / "new").iterdir())
     (box / "cur").mkdir(exist_ok=True)
     f.rename(box / "cur" / (f.name + ":2,S"))  # how processed mail used to be kept
     assert [m["status"] for m in inbox(ws, "user", "--all")] == ["done"]
-    assert team(ws, "send", "user", "new report", "--from", "bob").returncode == 0
+    send_mail(ws, "user", "new report", sender="bob")
     acked = team(ws, "inbox", "user", "--ack")
     assert "new report" in acked.stdout and "old report" not in acked.stdout
     assert list((box / "cur").iterdir()) == []

@@ -15,7 +15,7 @@ import termios
 import time
 from pathlib import Path
 
-from conftest import run_team
+from conftest import run_team, write_team
 
 from team.agents.live import LiveFeed, LiveView
 from team.events import AgentEvent, CompactionEvent, DeliveryEvent
@@ -127,10 +127,7 @@ def _run_on_pty(args: list[str], cwd: Path, timeout: float = 90) -> str:
 
 
 def test_team_up_on_a_tty_scrolls_events_above_the_table(tmp_path: Path) -> None:
-    assert (
-        run_team("init", "--agents", "alice:coder,bob:tester", "--dir", str(tmp_path)).returncode
-        == 0
-    )
+    write_team(tmp_path)
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text("def main():\n    return 1  # TODO tidy\n")
     assert (

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import run_team, write_team
 
 from team.compaction.transcripts import TranscriptStore
 from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -61,10 +61,7 @@ def _records() -> list[dict]:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    assert (
-        run_team("init", "--agents", "alice:coder,bob:tester", "--dir", str(tmp_path)).returncode
-        == 0
-    )
+    write_team(tmp_path)
     log = tmp_path / ".team" / "agents" / "alice" / "session.jsonl"
     log.parent.mkdir(parents=True)
     log.write_text("".join(json.dumps(r) + "\n" for r in _records()))

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-from conftest import run_team
+from conftest import add_task, run_team
 
 from team.agents.activity import Activity
 from team.agents.runtime import Runtime
@@ -54,7 +54,8 @@ def test_the_idle_tool_ends_the_turn_without_another_call(tmp_path):
 def test_status_shows_the_tool_running_now(tmp_path):
     ws = workspace(tmp_path)
     go = threading.Event()
-    bash = ToolUseBlock("toolu_1", "bash", {"command": "sleep 3 && echo done"})
+    slow = "until [ -e gate ]; do sleep 0.02; done; echo done"  # runs until the test lets go
+    bash = ToolUseBlock("toolu_1", "bash", {"command": slow})
     model = ScriptedModel([reply(bash), reply("done")])
     deliver(ws, "alice", "run the slow thing")
     rt = Runtime(ws, ws.load_config(), model, MemorySink(), poll_s=0.05)
@@ -65,10 +66,13 @@ def test_status_shows_the_tool_running_now(tmp_path):
     deadline = time.monotonic() + 60
     while not go.is_set() and time.monotonic() < deadline:
         seen.add(agent.status.current)
+        if f"bash: {slow}" in seen:
+            (ws.root / "gate").touch()
         time.sleep(0.02)
     t.join(timeout=30)
-    assert "bash: sleep 3 && echo done" in seen
+    assert f"bash: {slow}" in seen
     assert agent.status.current is None
+    assert "done" in model.requests[-1].messages[-1].tool_results()[0].content  # it ran
 
 
 def test_an_agent_stops_at_its_budget_after_its_step_and_tells_the_user(tmp_path):
@@ -107,9 +111,7 @@ def test_team_budget_through_team_up_and_status(tmp_path):
     (ws.root / "src").mkdir()
     (ws.root / "src" / "a.py").write_text("def f():\n    return 1  # TODO\n")
     for i in range(4):
-        run_team(
-            "assign", "--any", f"Find every TODO in the project (round {i})", "--dir", str(ws.root)
-        )
+        add_task(ws.root, f"Find every TODO in the project (round {i})")
     up = run_team("up", "--until-idle", "--idle-grace", "0.5", "--dir", str(ws.root), timeout=120)
     assert up.returncode == 0, up.stderr
     assert "budget: the team's budget of $0.01 is spent" in up.stdout

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import send_mail, write_team
 
 
 def team(ws: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -25,9 +26,7 @@ def team(ws: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProce
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    done = team(tmp_path, "init", "--agents", "alice:coder,bob:tester,carol:reviewer")
-    assert done.returncode == 0, done.stderr
-    return tmp_path
+    return write_team(tmp_path, "alice:coder,bob:tester,carol:reviewer")
 
 
 def inbox_json(ws: Path, agent: str, *flags: str) -> list[dict]:
@@ -59,7 +58,7 @@ def test_inbox_all_shows_processed_messages(ws: Path) -> None:
     from team.mailbox.maildir import MaildirMailbox  # the owner's side, as an agent does it
 
     for text in ("one", "two", "three"):
-        assert team(ws, "send", "bob", text).returncode == 0
+        send_mail(ws, "bob", text)
     box = MaildirMailbox(ws / ".team" / "inbox" / "bob")
     claimed = box.receive()
     box.done(claimed[0])

@@ -17,10 +17,11 @@ import time
 
 import pytest
 import sim_responder
-from conftest import run_team
+from conftest import run_team, send_mail
 from fakeapi import FakeError, FakeMessagesAPI
 from teamrun import assign, events, make_workspace, session_records, wait_for
 
+from team.agents.control import team_status
 from team.config import render_config
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
@@ -58,14 +59,18 @@ def up(ws: Workspace, api: FakeMessagesAPI, *args: str) -> subprocess.Popen:
 
 
 def send(ws: Workspace, to: str, text: str) -> None:
-    r = run_team("send", to, text, "--dir", str(ws.root))
-    assert r.returncode == 0, r.stderr
+    send_mail(ws.root, to, text)
 
 
 def status(ws: Workspace) -> dict:
     r = run_team("status", "--json", "--dir", str(ws.root))
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["agents"]
+
+
+def state(ws: Workspace, agent: str) -> str:
+    """What `team status` shows as `agent`'s state, read in process (cheap to poll)."""
+    return team_status(ws, ws.load_config())["agents"][agent]["state"]
 
 
 def test_bad_credentials_stop_the_team_at_once_with_one_line(tmp_path):
@@ -101,17 +106,14 @@ def test_unknown_model_fails_one_agent_and_status_says_why(tmp_path):
             wait_for(lambda: ws.status_path.exists(), what="the team to start")
             send(ws, "alice", "Please review src/app.py")
             send(ws, "bob", "Hello")
-            wait_for(
-                lambda: status(ws)["alice"]["state"].startswith("failed"),
-                what="alice to fail",
-            )
+            wait_for(lambda: state(ws, "alice").startswith("failed"), what="alice to fail")
             st = status(ws)
             assert st["alice"]["state"] == (
                 f"failed: Anthropic API error 404 not_found_error: model: {MODEL} "
                 + st["alice"]["state"].split(f"model: {MODEL} ", 1)[1]
             )
             assert "[request " in st["alice"]["state"]
-            wait_for(lambda: status(ws)["bob"]["state"] == "idle", what="bob to answer")
+            wait_for(lambda: state(ws, "bob") == "idle", what="bob to answer")
             assert run_team("down", "--dir", str(ws.root)).returncode == 0
             _, err = proc.communicate(timeout=60)
         finally:
@@ -133,11 +135,11 @@ def test_overloaded_api_is_waited_out_and_a_stop_does_not_wait(tmp_path):
         try:
             wait_for(lambda: ws.status_path.exists(), what="the team to start")
             send(ws, "alice", "Please review src/app.py")
-            wait_for(lambda: status(ws)["alice"]["state"].startswith("waiting"), what="a backoff")
-            state = status(ws)["alice"]["state"]
-            m = re.fullmatch(r"waiting: overloaded \(529\), retry in (\d+)s", state)
-            assert m and 30 <= int(m[1]) <= 120, state
-            assert "529" in status(ws)["alice"]["error"]
+            wait_for(lambda: state(ws, "alice").startswith("waiting"), what="a backoff")
+            alice = status(ws)["alice"]
+            m = re.fullmatch(r"waiting: overloaded \(529\), retry in (\d+)s", alice["state"])
+            assert m and 30 <= int(m[1]) <= 120, alice
+            assert "529" in alice["error"]
             asked = time.monotonic()
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=60)

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_team
+
+from team.tasks import TaskBoard
 
 
 def team(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -22,9 +25,7 @@ def team(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    r = team("init", "--agents", "alice:coder,bob:tester", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    return tmp_path
+    return write_team(tmp_path)
 
 
 def inbox(ws: Path, agent: str) -> list[dict]:
@@ -94,9 +95,9 @@ def test_assign_usage_errors_exit_2(ws: Path) -> None:
 
 
 def test_tasks_json_lists_the_board_in_numeric_order(ws: Path) -> None:
-    for i in range(11):
-        target = ["alice"] if i % 2 else ["--any"]
-        assert team("assign", *target, f"job {i + 1}", cwd=ws).returncode == 0
+    tb = TaskBoard(ws / ".team" / "tasks")
+    for i in range(11):  # #10 and #11 sort before #2 as text
+        tb.create(f"job {i + 1}", owner="alice" if i % 2 else None)
     r = team("tasks", "--json", cwd=ws)
     assert r.returncode == 0, r.stderr
     records = json.loads(r.stdout)
@@ -129,9 +130,8 @@ def test_tasks_table_and_dir_option(ws: Path, tmp_path: Path) -> None:
 
 
 def board(ws: Path) -> list[dict]:
-    r = team("tasks", "--json", cwd=ws)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    """The board as `team tasks --json` prints it (that command has its own test)."""
+    return [t.model_dump() for t in TaskBoard(ws / ".team" / "tasks").list()]
 
 
 def one_line_error(r: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -150,8 +150,6 @@ def test_blocked_task_is_delivered_only_once_it_unblocks(ws: Path) -> None:
     assert inbox(ws, "bob") == []
     records = board(ws)
     assert (records[1]["status"], records[1]["blocked_by"]) == ("blocked", [1])
-    from team.tasks import TaskBoard
-
     tb = TaskBoard(ws / ".team" / "tasks")
     tb.claim(1, "alice")
     tb.complete(1, "alice", "schema.sql written")
@@ -212,8 +210,9 @@ def test_cancel_reassign_reopen_tell_the_owners(ws: Path) -> None:
 
 
 def test_bad_input_is_one_line_and_changes_nothing(ws: Path) -> None:
-    team("assign", "alice", "a", cwd=ws)
-    team("assign", "bob", "b", "--blocked-by", "1", cwd=ws)
+    tb = TaskBoard(ws / ".team" / "tasks")
+    tb.create("a", owner="alice")
+    tb.create("b", owner="bob", blocked_by=[1])
     before = board(ws)
     mail = (inbox(ws, "alice"), inbox(ws, "bob"))
     one_line_error(team("assign", "alice", "c", "--blocked-by", "1,7", cwd=ws), "#7")

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import add_task, run_team
 from teamrun import session_records, start_up, wait_for
 
 from team.mailbox.maildir import MaildirMailbox
@@ -71,8 +71,8 @@ def test_reassign_and_cancel_while_the_team_runs(tmp_path: Path) -> None:
     (root / "team.toml").write_text(TOML)
     ws = Workspace.at(root)
     board = TaskBoard(ws.tasks_dir)
-    team(ws, "assign", "alice", "Survey the parser in src/parse.py")
-    team(ws, "assign", "alice", "Write a changelog entry")
+    add_task(root, "Survey the parser in src/parse.py", owner="alice")
+    add_task(root, "Write a changelog entry", owner="alice")
     proc = start_up(ws, {}, "--timeout", "150")
     try:
         # alice claims #1 and waits for her plan's review; a first command holds her

@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import ROOT, run_team
+from conftest import ROOT, run_team, write_team
 from teamrun import (
     assign,
     check_every_task_completed,
@@ -36,7 +36,14 @@ def test_a_sim_team_finishes_work_assigned_before_and_during_the_run(tmp_path):
     # mail that lands after the team stopped waits for the next `team up`
     proc = start_up(ws, {}, "--sim-latency", "0.25")
     wait_for(lambda: ws.events_db.exists(), what="the team to start")
-    assign(ws, "bob", "Check tests/test_inventory.py covers every function")
+    r = run_team(
+        "assign",
+        "bob",
+        "Check tests/test_inventory.py covers every function",
+        "--dir",
+        str(ws.root),
+    )
+    assert r.returncode == 0, r.stderr
     r = run_team("broadcast", "Standup in five minutes", "--dir", str(ws.root))
     assert r.returncode == 0, r.stderr
     out, err = proc.communicate(timeout=180)
@@ -172,7 +179,7 @@ def test_a_corrupt_event_database_is_one_line(tmp_path):
 
 def test_demo_never_deletes_a_folder_it_did_not_make(tmp_path):
     project = tmp_path / "project"
-    assert run_team("init", "--dir", str(project)).returncode == 0
+    write_team(project)
     (project / "important.py").write_text("keep me")
     r = run_team("demo", "--latency", "0", "--dir", str(project))
     assert r.returncode == 1 and "not a demo folder" in r.stderr

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import add_task, run_team
 
 from team import worktrees
 from team.agents.tools import Toolbox, ToolResult
@@ -147,7 +147,7 @@ def test_worktree_mode_outside_git_is_one_line_and_changes_nothing(tmp_path: Pat
 
 def test_a_team_in_worktrees_runs_and_commits_its_work(ws: Workspace) -> None:
     for agent in ("alice", "bob"):
-        assert run_team("assign", agent, "Look at app.py", "--dir", str(ws.root)).returncode == 0
+        add_task(ws.root, "Look at app.py", owner=agent)
     r = run_team(
         "up",
         "--until-idle",
