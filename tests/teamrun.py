@@ -32,7 +32,15 @@ def make_workspace(
     return Workspace.at(root)
 
 
-def start_up(ws: Workspace, env: dict, *args: str) -> subprocess.Popen:
+IDLE_GRACE = "0.3"
+"""How long a test team stays idle before `--until-idle` stops it. A team is idle only
+with no pending mail, no agent at work and no task left for a running agent, so work put
+in before the start needs no longer. Work sent during the run must land while the team is
+held busy (tests/test_e2e_anthropic.py::HeldResponder); a test that cannot hold it gives
+a longer `grace`."""
+
+
+def start_up(ws: Workspace, env: dict, *args: str, grace: str = IDLE_GRACE) -> subprocess.Popen:
     return subprocess.Popen(
         [
             sys.executable,
@@ -41,7 +49,7 @@ def start_up(ws: Workspace, env: dict, *args: str) -> subprocess.Popen:
             "up",
             "--until-idle",
             "--idle-grace",
-            "1",
+            grace,
             *args,
             "--dir",
             str(ws.root),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_team
-from teamrun import assign, make_workspace
+from teamrun import IDLE_GRACE, assign, make_workspace
 
 from team.config import render_config
 
@@ -34,7 +34,9 @@ def test_a_1h_cache_is_recorded_on_every_call_and_stats_bill_its_writes_at_2x(tm
     toml = ws.root / "team.toml"
     toml.write_text(toml.read_text().replace("[compaction]\n", '[compaction]\ncache_ttl = "1h"\n'))
     assign(ws, "alice", "Review src/inventory.py and list its functions")
-    r = run_team("up", "--until-idle", "--dir", str(ws.root), timeout=120)
+    r = run_team(
+        "up", "--until-idle", "--idle-grace", IDLE_GRACE, "--dir", str(ws.root), timeout=120
+    )
     assert r.returncode == 0, r.stderr
 
     rows = _calls(ws.events_db)

@@ -11,6 +11,7 @@ from fakeapi import FakeMessagesAPI, text_responder
 
 from team.conversation import ToolResultBlock, ToolUseBlock, validate
 from team.sessions import LogError, read_session
+from team.sessions.study import replay_log, strategies_from
 
 # -- the readers (in process: what each format becomes) ---------------------------------
 
@@ -86,6 +87,13 @@ def test_recorded_usage_is_split_as_the_messages_api_does(tmp_path):
 # -- the CLI ------------------------------------------------------------------------------
 
 
+def replay_json(log, *, keep_recent=None, preserve_tools=None) -> dict:
+    """What `team experiment --replay LOG --json` prints, in process: for tests of the
+    replay itself (the command has its own tests here)."""
+    strategies = strategies_from(None, keep_recent=keep_recent, preserve_tools=preserve_tools)
+    return replay_log(log, threshold=50_000, strategies=strategies).to_dict()
+
+
 def test_import_then_replay_table(tmp_path):
     log = S.claude_code(tmp_path / "session.jsonl")
     r = run_team("import", str(log), "--to", str(tmp_path / "ws"))
@@ -158,9 +166,7 @@ def test_calibrated_manual_only_replay_reproduces_the_recorded_input(tmp_path):
     # A session whose agent never compacted: replayed with no compaction, its calls read
     # what the recorded ones did; the calibration must bring that within 20%.
     log = S.claude_code_never_compacted(tmp_path / "s.jsonl", replies=40)
-    r = run_team("experiment", "--replay", str(log), "--json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = replay_json(log)
     recorded = out["recorded"]["input_tokens_total"]
     manual = next(o for o in out["outcomes"] if o["strategy"] == "manual-only")
     assert abs(manual["input_tokens_total"] / recorded - 1) < 0.20
@@ -174,15 +180,15 @@ def test_calibrated_manual_only_replay_reproduces_the_recorded_input(tmp_path):
 def test_tool_name_map_makes_preserve_tools_mean_the_same(tmp_path):
     log = S.claude_code_never_compacted(tmp_path / "s.jsonl", replies=12)
 
-    def micro(*opts: str) -> int:
-        r = run_team("experiment", "--replay", str(log), "--json", *opts)
-        assert r.returncode == 0, r.stderr
-        ref = next(o for o in json.loads(r.stdout)["outcomes"] if o["strategy"] == "reference")
+    def micro(out: dict) -> int:
+        ref = next(o for o in out["outcomes"] if o["strategy"] == "reference")
         return ref["compactions"].get("micro", 0)
 
-    assert micro() == 0  # Claude Code's Read is our read_file, which is preserved
-    assert micro("--preserve-tools", "") > 0  # nothing preserved: old reads are cleared
-    assert micro("--preserve-tools", "", "--keep-recent", "20") == 0
+    assert micro(replay_json(log)) == 0  # Claude Code's Read is our read_file: preserved
+    r = run_team("experiment", "--replay", str(log), "--json", "--preserve-tools", "")
+    assert r.returncode == 0, r.stderr
+    assert micro(json.loads(r.stdout)) > 0  # nothing preserved: old reads are cleared
+    assert micro(replay_json(log, preserve_tools=[], keep_recent=20)) == 0
 
 
 def test_strategy_file(tmp_path):

@@ -19,7 +19,7 @@ import pytest
 import sim_responder
 from conftest import run_team, send_mail
 from fakeapi import FakeError, FakeMessagesAPI
-from teamrun import assign, events, make_workspace, session_records, wait_for
+from teamrun import IDLE_GRACE, assign, events, make_workspace, session_records, wait_for
 
 from team.agents.control import team_status
 from team.config import render_config
@@ -158,7 +158,7 @@ def test_a_prompt_too_long_is_compacted_and_the_work_goes_on(tmp_path):
     ws = make_workspace(tmp_path / "ws", MODEL, threshold=1_000_000)  # auto never fires
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     with FakeMessagesAPI(lambda body: sim_responder.respond(body, ws), context_window=3000) as api:
-        proc = up(ws, api, "--until-idle", "--idle-grace", "1")
+        proc = up(ws, api, "--until-idle", "--idle-grace", IDLE_GRACE)
         out, err = proc.communicate(timeout=180)
         too_long = [c for c in api.calls if "prompt is too long" in c.error]
     assert proc.returncode == 0, err
@@ -198,7 +198,7 @@ def test_a_reply_cut_off_mid_tool_call_is_not_run_and_the_agent_continues(tmp_pa
 
     send(ws, "alice", "Please write notes.md")
     with FakeMessagesAPI(respond) as api:
-        proc = up(ws, api, "--until-idle", "--idle-grace", "1")
+        proc = up(ws, api, "--until-idle", "--idle-grace", IDLE_GRACE)
         _, err = proc.communicate(timeout=60)
         rejected = api.rejections
     assert proc.returncode == 0, err
@@ -221,7 +221,7 @@ def test_a_refusal_is_recorded_and_reported_to_the_user(tmp_path):
         return {"content": [], "stop_reason": "refusal"}
 
     with FakeMessagesAPI(respond) as api:
-        proc = up(ws, api, "--until-idle", "--idle-grace", "1")
+        proc = up(ws, api, "--until-idle", "--idle-grace", IDLE_GRACE)
         _, err = proc.communicate(timeout=60)
         calls = len(api.calls)
     assert proc.returncode == 0, err
@@ -236,7 +236,9 @@ def test_a_refusal_is_recorded_and_reported_to_the_user(tmp_path):
 def test_a_damaged_session_log_is_repaired_once_and_the_task_gets_done(tmp_path):
     ws = make_workspace(tmp_path / "ws", "sim", threshold=1_000_000)
     assign(ws, "alice", "Review src/inventory.py and list its functions")
-    r = run_team("up", "--until-idle", "--idle-grace", "1", "--dir", str(ws.root), timeout=120)
+    r = run_team(
+        "up", "--until-idle", "--idle-grace", IDLE_GRACE, "--dir", str(ws.root), timeout=120
+    )
     assert r.returncode == 0, r.stderr
     # damage a middle record: an assistant turn whose calls the next record answers
     path = ws.session_log("alice")
@@ -253,7 +255,9 @@ def test_a_damaged_session_log_is_repaired_once_and_the_task_gets_done(tmp_path)
     lines[i] = lines[i][: len(lines[i]) // 2]  # half a record, then the rest of the log
     path.write_text("\n".join(lines) + "\n")
     assign(ws, "alice", "Find every TODO in the project")
-    r = run_team("up", "--until-idle", "--idle-grace", "1", "--dir", str(ws.root), timeout=120)
+    r = run_team(
+        "up", "--until-idle", "--idle-grace", IDLE_GRACE, "--dir", str(ws.root), timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert [t.status for t in TaskBoard(ws.tasks_dir).list()] == ["completed", "completed"]

@@ -73,7 +73,7 @@ def test_reassign_and_cancel_while_the_team_runs(tmp_path: Path) -> None:
     board = TaskBoard(ws.tasks_dir)
     add_task(root, "Survey the parser in src/parse.py", owner="alice")
     add_task(root, "Write a changelog entry", owner="alice")
-    proc = start_up(ws, {}, "--timeout", "150")
+    proc = start_up(ws, {}, "--timeout", "150", grace="1")
     try:
         # alice claims #1 and waits for her plan's review; a first command holds her
         wait_for(lambda: board.get(1).plan_state == "submitted", what="alice's plan for #1")

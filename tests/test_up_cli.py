@@ -34,7 +34,7 @@ def test_a_sim_team_finishes_work_assigned_before_and_during_the_run(tmp_path):
     assign(ws, "--any", "Count the lines of every Python file under src/")
     # slow enough that alice's task outlasts the two CLI calls below on a busy machine:
     # mail that lands after the team stopped waits for the next `team up`
-    proc = start_up(ws, {}, "--sim-latency", "0.25")
+    proc = start_up(ws, {}, "--sim-latency", "0.25", grace="1")
     wait_for(lambda: ws.events_db.exists(), what="the team to start")
     r = run_team(
         "assign",
