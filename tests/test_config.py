@@ -2,6 +2,7 @@ import pytest
 from conftest import run_team
 
 from team.config import CompactionConfig, ConfigError, parse_config, render_config
+from team.workspace import Workspace
 
 GOOD_AGENTS = '[[agents]]\nname = "alice"\nrole = "coder"\n'
 
@@ -23,13 +24,24 @@ CASES = [
 
 
 @pytest.mark.parametrize("text, expected", CASES)
-def test_each_bad_file_gives_one_clear_line_and_exit_1(tmp_path, text, expected):
+def test_each_bad_file_gives_one_clear_line(tmp_path, text, expected):
+    # the line every command prints for it (the CLI's part is checked just below)
+    (tmp_path / "team.toml").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        Workspace.at(tmp_path).load_config()
+    assert "\n" not in str(e.value)
+    assert "team.toml" in str(e.value) and expected in str(e.value)
+
+
+def test_a_bad_file_is_one_line_on_stderr_and_exit_1(tmp_path):
+    text, expected = CASES[0]
     (tmp_path / "team.toml").write_text(text)
     r = run_team("check", "--dir", str(tmp_path))
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
-    assert "team.toml" in lines[0] and expected in lines[0]
+    assert lines[0].startswith("team: error: ") and "team.toml" in lines[0]
+    assert expected in lines[0]
     assert "Traceback" not in r.stderr + r.stdout
 
 

@@ -102,7 +102,7 @@ def read_line(proc: subprocess.Popen[str], sel: selectors.BaseSelector, timeout:
 
 
 def test_follow_prints_messages_from_other_processes_and_stops_on_ctrl_c(ws: Path) -> None:
-    assert team(ws, "send", "alice", "already here").returncode == 0
+    send_mail(ws, "alice", "already here")
     follower = subprocess.Popen(
         [sys.executable, "-m", "team", "inbox", "alice", "--follow", "--json", "--dir", str(ws)],
         stdout=subprocess.PIPE,

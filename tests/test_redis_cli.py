@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import run_team
+from conftest import run_team, send_mail
 from redis_server import free_port
 
 from team.backends.redis_inbox import RedisMailbox
@@ -47,7 +47,7 @@ def test_send_on_one_machine_inbox_on_another(tmp_path: Path, redis_url: str) ->
     ]
     assert not (b / ".team" / "inbox").exists()  # nothing on local disk
     # an agent's answer to the user, read and acknowledged on the other machine
-    run_team("send", "user", "report", "--from", "alice", "--dir", str(a))
+    send_mail(a, "user", "report", sender="alice")
     acked = team(b, "inbox", "user", "--ack", "--json")
     assert [m["content"] for m in json.loads(acked.stdout)] == ["report"]
     assert json.loads(team(a, "inbox", "user", "--json").stdout) == []
@@ -104,7 +104,7 @@ def test_inbox_follow_on_redis_prints_each_message_once(tmp_path: Path, redis_ur
     """`team inbox --follow` on one machine; mail sent from another; the agent taking
     (and acking, which trims) meanwhile: each message printed once, Ctrl-C exits 0."""
     a, b = node(tmp_path / "a", redis_url), node(tmp_path / "b", redis_url)
-    assert team(a, "send", "alice", "already here").returncode == 0
+    send_mail(a, "alice", "already here")  # in process: `team send` on Redis is tested above
     follower = subprocess.Popen(
         [sys.executable, "-m", "team", "inbox", "alice", "--follow", "--json", "--dir", str(b)],
         stdout=subprocess.PIPE,
@@ -128,11 +128,11 @@ def test_inbox_follow_on_redis_prints_each_message_once(tmp_path: Path, redis_ur
         assert next_message()["content"] == "already here"  # it is up and watching
         agent.done_many(agent.receive())  # the agent takes it: not printed again
         for text in ("hello from a", "and another"):
-            assert team(a, "send", "alice", text, "--from", "bob").returncode == 0
+            send_mail(a, "alice", text, sender="bob")
             got = next_message()
             assert (got["content"], got["from"]) == (text, "bob")
             agent.done_many(agent.receive())
-        assert team(a, "send", "alice", "last one").returncode == 0
+        send_mail(a, "alice", "last one")
         assert next_message()["content"] == "last one"
         follower.send_signal(signal.SIGINT)
         assert follower.wait(timeout=15) == 0
