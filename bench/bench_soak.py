@@ -13,17 +13,25 @@ Printed per tenth of the run, in the same run:
 - overhead ms/call: process CPU time not spent inside the model, per agent call (inbox,
   board, compaction pipeline, tools, session log, events, status);
 - the ratio of each tenth's overhead to the first tenth's (the target: last <= 1.2);
-- RSS at the end of the tenth, and its ratio to the end of the first tenth;
+- the mean context of an agent call (tokens), which the sim's and the pipeline's
+  per-call work follow;
+- RSS at the end of the tenth, and its ratio to the end of the first tenth; the Python
+  heap (`sys.getallocatedblocks`) as a ratio too, which tells a Python-object leak from
+  native growth;
 - what had accumulated: processed messages, completed tasks, compactions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import re
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from team.agents.runtime import Runtime
@@ -52,31 +60,73 @@ def rss_kb() -> int:
     return 0
 
 
+def calibration() -> None:
+    """A fixed piece of work like the team's own (JSON, a regex scan, hashing, sorting).
+
+    The feeder runs it five times a second. Its CPU per run, tenth by tenth, shows how
+    much the machine's load inflates CPU time (two busy cores slow every thread alike),
+    so the overhead can also be read against it: a ratio against a baseline measured in
+    the same run, the same moment.
+    """
+    records = [{"role": "user", "n": i, "text": f"tool result {i} " * 12} for i in range(60)]
+    text = json.dumps(records)
+    json.loads(text)
+    _CAL_WORD.findall(text)
+    hashlib.blake2b(text.encode(), digest_size=16).digest()
+    sorted(text.split(), key=len)
+
+
+_CAL_WORD = re.compile(r"[\w-]+")
+
+
+@dataclass(frozen=True)
+class Mark:
+    calls: int
+    cpu: float  # process CPU, the feeder's taken out
+    model_cpu: float
+    rss_kb: int
+    at: float
+    context: int  # context tokens of all agent calls so far
+    py_blocks: int
+    cal_cpu: float  # CPU of every calibration run so far
+    cal_runs: int
+    sim_entries: int  # entries alive in the sim's prompt caches (model state, not the team's)
+
+
 class Checkpoints:
-    """Process CPU, model CPU and RSS at every tenth of the target number of calls."""
+    """Process CPU, model CPU, RSS and the rest of `Mark` at every tenth of the run."""
 
     def __init__(self, target: int) -> None:
         self.target = target
-        self.marks: list[tuple[int, float, float, int, float]] = []
+        self.marks: list[Mark] = []
         self.model_cpu = 0.0
+        self.context = 0
         self.feeder_cpu = 0.0  # CPU of the thread playing the user (not the team's)
+        self.cal_cpu = 0.0
+        self.cal_runs = 0
         self.calls = 0
         self.lock = threading.Lock()
         self.done = threading.Event()
         self._next = 0
 
-    def count(self, spent: float) -> None:
+    def count(self, spent: float, context: int = 0, sim_entries: int = 0) -> None:
         with self.lock:
             self.model_cpu += spent
+            self.context += context
             self.calls += 1
             if self.calls >= self._next:
                 self.marks.append(
-                    (
+                    Mark(
                         self.calls,
                         time.process_time() - self.feeder_cpu,
                         self.model_cpu,
                         rss_kb(),
                         time.monotonic(),
+                        self.context,
+                        sys.getallocatedblocks(),
+                        self.cal_cpu,
+                        self.cal_runs,
+                        sim_entries,
                     )
                 )
                 print(f"  ... {self.calls:,} calls", file=sys.stderr, flush=True)
@@ -91,16 +141,25 @@ class TimedSim(SimModel):
     def __init__(self, marks: Checkpoints) -> None:
         super().__init__()
         self.marks = marks
+        self.agents: set[str] = set()
+
+    def entries(self) -> int:
+        return sum(len(self.cache(a)) for a in list(self.agents))
 
     def complete(self, request):
+        self.agents.add(request.agent)
         start = time.thread_time()
+        reply = None
         try:
-            return super().complete(request)
+            reply = super().complete(request)
+            return reply
         finally:
             # summaries are model work too: their CPU is the model's, only agent calls count
             spent = time.thread_time() - start
             if request.purpose == "agent":
-                self.marks.count(spent)
+                context = reply.usage.context_tokens if reply else 0
+                due = self.marks.calls + 1 >= self.marks._next
+                self.marks.count(spent, context, self.entries() if due else 0)
             else:
                 with self.marks.lock:
                     self.marks.model_cpu += spent
@@ -136,6 +195,12 @@ def feed(ws, config, board, marks: Checkpoints, deliveries: Deliveries, messages
             to = names[deliveries.sent % len(names)]
             text = f"Status check {deliveries.sent}: how is it going?"
             send(ws, config, to, text, sink=deliveries)
+        start = time.thread_time()
+        calibration()
+        with marks.lock:
+            marks.cal_cpu += time.thread_time() - start
+            marks.cal_runs += 1
+        marks.feeder_cpu = time.thread_time()
         stop.wait(0.2)
 
 
@@ -172,32 +237,56 @@ def run(calls: int, messages: int, n_agents: int) -> None:
 
 
 def report(marks: Checkpoints, sent: int, done_tasks: int, ws: Workspace) -> None:
-    m = marks.marks
     rows = []
-    for (c0, p0, s0, _, t0), (c1, p1, s1, r1, t1) in itertools.pairwise(m):
-        n = c1 - c0
+    for m0, m1 in itertools.pairwise(marks.marks):
+        n = m1.calls - m0.calls
         if n <= 0:
             continue
+        model = m1.model_cpu - m0.model_cpu
+        runs = max(1, m1.cal_runs - m0.cal_runs)
         rows.append(
-            (c1, ((p1 - p0) - (s1 - s0)) / n * 1000, (s1 - s0) / n * 1000, r1, n / (t1 - t0))
+            {
+                "calls": m1.calls,
+                "over": ((m1.cpu - m0.cpu) - model) / n * 1000,
+                "sim": model / n * 1000,
+                "ctx": (m1.context - m0.context) / n,
+                "rate": n / (m1.at - m0.at),
+                "cal": (m1.cal_cpu - m0.cal_cpu) / runs * 1000,
+                "rss": m1.rss_kb,
+                "blocks": m1.py_blocks,
+                "entries": m1.sim_entries,
+            }
         )
-    base_ms, base_rss = rows[0][1], rows[0][3]
+    first, last = rows[0], rows[-1]
+
+    def vs_cal(r: dict) -> float:
+        return (r["over"] / r["cal"]) / (first["over"] / first["cal"])
+
     print(
         f"soak: {marks.calls:,} agent calls, {sent:,} messages delivered, {done_tasks:,} tasks done"
     )
     print(
-        f"{'calls':>8} {'overhead ms/call':>17} {'x first':>8} {'sim ms/call':>12} "
-        f"{'calls/s':>8} {'RSS MiB':>8} {'x first':>8}"
+        f"{'calls':>8} {'overhead':>9} {'x first':>8} {'x, load':>8} {'cal ms':>7} "
+        f"{'sim ms':>7} {'context':>8} {'calls/s':>8} {'RSS MiB':>8} {'x first':>8} "
+        f"{'py heap':>8} {'sim cache':>10}"
     )
-    for c, over, sim, rss, rate in rows:
+    for r in rows:
         print(
-            f"{c:>8,} {over:>17.2f} {over / base_ms:>8.2f} {sim:>12.2f} "
-            f"{rate:>8.1f} {rss / 1024:>8.1f} {rss / base_rss:>8.2f}"
+            f"{r['calls']:>8,} {r['over']:>9.2f} {r['over'] / first['over']:>8.2f} "
+            f"{vs_cal(r):>8.2f} {r['cal']:>7.2f} {r['sim']:>7.2f} {r['ctx']:>8,.0f} "
+            f"{r['rate']:>8.1f} {r['rss'] / 1024:>8.1f} {r['rss'] / first['rss']:>8.2f} "
+            f"{r['blocks'] / first['blocks']:>8.2f} {r['entries']:>10,}"
         )
-    last = rows[-1]
     print(
-        f"last tenth / first tenth: overhead {last[1] / base_ms:.2f}x (target <= 1.2), "
-        f"RSS {last[3] / base_rss:.2f}x"
+        "overhead and sim: CPU ms per agent call; x, load: the overhead ratio with each "
+        "tenth read against its calibration (cal ms); py heap: allocated Python blocks, "
+        "x first; sim cache: the sim's prompt-cache entries alive (they live 5 minutes)"
+    )
+    print(
+        f"last tenth / first tenth: overhead {last['over'] / first['over']:.2f}x, "
+        f"{vs_cal(last):.2f}x against the calibration (target <= 1.2); "
+        f"RSS {last['rss'] / first['rss']:.2f}x, "
+        f"Python heap {last['blocks'] / first['blocks']:.2f}x"
     )
     inbox = sum(1 for _ in ws.inbox_root.glob("*/cur/*"))
     archived = sum(1 for _ in ws.inbox_root.glob("*/archive/*/*"))

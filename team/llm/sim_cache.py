@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -76,13 +77,16 @@ class PromptCache:
         self.ttl = ttl
         self.lookback = lookback
         self._clock = clock
-        self._entries: dict[bytes, tuple[float, float]] = {}  # digest -> (last used, ttl)
+        # digest -> last used, one ordered dict per TTL, oldest use first: expiring pops
+        # from the front and stops at the first live entry, so a call pays for what
+        # expired, not for every entry alive (a zero-latency run holds 5 minutes of them)
+        self._entries: dict[float, OrderedDict[bytes, float]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
             self._expire(self._clock())
-            return len(self._entries)
+            return sum(len(bucket) for bucket in self._entries.values())
 
     def charge(
         self,
@@ -124,35 +128,46 @@ class PromptCache:
         with self._lock:
             now = self._clock()
             self._expire(now)
-            read = self._longest_hit(digests, marks)
+            read, read_life = self._longest_hit(digests, marks)
             read_tokens = ends[read] if read is not None else 0
             if read is not None:  # a read refreshes the entry, for at least its own TTL
-                self._entries[digests[read]] = (now, max(life, self._entries[digests[read]][1]))
+                self._put(digests[read], now, max(life, read_life))
             last = marks[-1]
             written = 0
             if ends[last] >= self.min_tokens and ends[last] > read_tokens:
                 written = ends[last] - read_tokens
                 for m in marks:
                     if ends[m] >= self.min_tokens and m != read:
-                        self._entries[digests[m]] = (now, life)
+                        self._put(digests[m], now, life)
         return CacheCharge(
             input_tokens=total - read_tokens - written,
             cache_read_tokens=read_tokens,
             cache_write_tokens=written,
         )
 
-    def _longest_hit(self, digests: list[bytes], marks: list[int]) -> int | None:
-        """The last piece of the longest cached prefix the breakpoints can reach."""
+    def _longest_hit(self, digests: list[bytes], marks: list[int]) -> tuple[int | None, float]:
+        """The last piece of the longest cached prefix the breakpoints can reach, and the
+        TTL of its entry."""
         for mark in reversed(marks):
             for pos in range(mark, max(-1, mark - self.lookback - 1), -1):
-                if digests[pos] in self._entries:
-                    return pos
-        return None
+                for life, bucket in self._entries.items():
+                    if digests[pos] in bucket:
+                        return pos, life
+        return None, 0.0
+
+    def _put(self, digest: bytes, now: float, life: float) -> None:
+        """Write or refresh an entry: it moves to the back of its TTL's line."""
+        for bucket in self._entries.values():
+            bucket.pop(digest, None)
+        self._entries.setdefault(life, OrderedDict())[digest] = now
 
     def _expire(self, now: float) -> None:
-        stale = [d for d, (used, life) in self._entries.items() if now - used > life]
-        for d in stale:
-            del self._entries[d]
+        for life, bucket in self._entries.items():
+            while bucket:
+                digest, used = next(iter(bucket.items()))
+                if now - used <= life:
+                    break  # every entry behind it was used later
+                del bucket[digest]
 
 
 def _prefixes(parts: list[Piece]) -> tuple[list[bytes], list[int]]:
