@@ -2,17 +2,26 @@
 
 Keys (README, "A team across machines"):
 
-    team:<team>:tasks            hash: task id -> the task's JSON record
-    team:<team>:tasks:next       the last id handed out
-    team:<team>:tasks:version    counts writes, so readers re-parse only after a change
-    team:<team>:tasks:made:<t>   a create's token -> its id (a day), so a create repeated
-                                 after a lost reply adds nothing
+    team:<team>:tasks             hash: id -> JSON record, of the tasks not finished
+    team:<team>:tasks:done        hash: id -> JSON record, of the finished tasks
+    team:<team>:tasks:done:order  sorted set: finished ids by when they finished
+    team:<team>:tasks:next        the last id handed out
+    team:<team>:tasks:version     counts writes, so readers re-read only after a change
+    team:<team>:tasks:made:<t>    a create's token -> its id (a day), so a create repeated
+                                  after a lost reply adds nothing
 
-Every write is optimistic and atomic: `WATCH` the hash, read every record, let
-`team.tasks.rules` (the same rules as the file board) decide, then `MULTI`/`EXEC` the one
-changed record. If any other node wrote in between, `EXEC` fails and the operation runs
-again on what is there now, so two nodes racing for one task have one winner and a claim
-is checked against its blockers as they are at that moment.
+Finished tasks live apart, so what a reader fetches after each change and what a write
+reads in its transaction are the unfinished tasks (and the finished ones they wait on,
+one `HMGET`), however many the team has finished (docs/design.md, "Task board"). A
+board written before the split keeps working: finished records found among the
+unfinished ones are moved by the next write.
+
+Every write is optimistic and atomic: `WATCH` the hashes, read the unfinished records,
+let `team.tasks.rules` (the same rules as the file board) decide, reading any other
+record it names, then `MULTI`/`EXEC` the one changed record. If any other node wrote in
+between, `EXEC` fails and the operation runs again on what is there now, so two nodes
+racing for one task have one winner and a claim is checked against its blockers as
+they are at that moment.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import redis
 from pydantic import ValidationError
@@ -29,7 +39,7 @@ from pydantic import ValidationError
 from team.backends.redis_link import RedisLink
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
-from team.tasks.operations import Change, RuleBoard, apply_rule
+from team.tasks.operations import Change, RuleBoard, Stored, apply_rule
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +52,8 @@ class RedisBoard(RuleBoard):
     def __init__(self, link: RedisLink) -> None:
         self.link = link
         self.key = link.key("tasks")
+        self.done_key = link.key("tasks", "done")
+        self.order_key = link.key("tasks", "done", "order")
         self.next_key = link.key("tasks", "next")
         self.version_key = link.key("tasks", "version")
         self._cache: tuple[str | None, dict[int, Task]] | None = None
@@ -50,8 +62,9 @@ class RedisBoard(RuleBoard):
 
     # -- reading -------------------------------------------------------------------
 
-    def _records(self) -> dict[int, Task]:
-        """The stored records; parsed again only when the version moved."""
+    def _hot(self) -> dict[int, Task]:
+        """The unfinished records and the finished ones they wait on; fetched again only
+        when the version moved."""
 
         def read(r: redis.Redis) -> dict[int, Task]:
             version = r.get(self.version_key)
@@ -63,11 +76,25 @@ class RedisBoard(RuleBoard):
             pipe.hgetall(self.key)
             version, raw = pipe.execute()
             tasks = self._parse(raw)
+            tasks.update(self._finished(r, _blockers(tasks.values()) - tasks.keys()))
             with self._cache_lock:
                 self._cache = (version, tasks)
             return dict(tasks)
 
         return self.link.call(read)
+
+    def _records(self) -> Mapping[int, Task]:
+        return Stored(self._hot(), lambda i: self.link.call(lambda r: self._finished_one(r, i)))
+
+    def _finished(self, r: redis.Redis, ids: Iterable[int]) -> dict[int, Task]:
+        ids = sorted(ids)
+        if not ids:
+            return {}
+        raw = r.hmget(self.done_key, [str(i) for i in ids])
+        return self._parse({str(i): v for i, v in zip(ids, raw, strict=True) if v is not None})
+
+    def _finished_one(self, r: redis.Redis, task_id: int) -> Task | None:
+        return self._finished(r, [task_id]).get(task_id)
 
     def _parse(self, raw: dict[str, str]) -> dict[int, Task]:
         out = {}
@@ -90,14 +117,32 @@ class RedisBoard(RuleBoard):
         return rules.derive(rules.need(tasks, task_id), tasks)
 
     def list(self) -> list[Task]:
-        return rules.derive_all(self._records())
+        """Every task, finished ones included: the one read that grows with the board."""
+
+        def read(r: redis.Redis) -> dict[int, Task]:
+            pipe = r.pipeline(transaction=True)
+            pipe.hgetall(self.done_key)
+            pipe.hgetall(self.key)
+            done, hot = pipe.execute()
+            return {**self._parse(done), **self._parse(hot)}
+
+        return rules.derive_all(self.link.call(read))
 
     def unfinished(self) -> list[Task]:
         return [t for t in rules.derive_all(self._records()) if not t.finished]
 
     def recently_finished(self, limit: int) -> list[Task]:
-        done = [t for t in self._records().values() if t.finished]
-        newest = sorted(done, key=lambda t: (t.updated_at, t.id))[-limit:] if limit > 0 else []
+        if limit <= 0:
+            return []
+
+        def read(r: redis.Redis) -> list[Task]:
+            ids = [int(i) for i in r.zrange(self.order_key, -limit, -1)]
+            return list(self._finished(r, ids).values())
+
+        # a board from before the split may still hold finished records among the hot
+        done = [t for t in self._hot().values() if t.finished] + self.link.call(read)
+        unique = {t.id: t for t in done}.values()
+        newest = sorted(unique, key=lambda t: (t.updated_at, t.id))[-limit:]
         return sorted(newest, key=lambda t: t.id)
 
     def open_for(self, agent: str) -> list[Task]:
@@ -125,12 +170,13 @@ class RedisBoard(RuleBoard):
         made = self.link.key("tasks", "made", uuid.uuid4().hex)
 
         def attempt(pipe: redis.client.Pipeline) -> Task:
-            pipe.watch(self.key, self.next_key, made)
+            pipe.watch(self.key, self.done_key, self.next_key, made)
             done = pipe.get(made)
-            tasks = self._parse(pipe.hgetall(self.key))
+            hot = self._parse(pipe.hgetall(self.key))
+            tasks = Stored(hot, lambda i: self._finished_one(pipe, i))
             if done is not None:  # our earlier attempt went through; its reply was lost
                 return rules.derive(rules.need(tasks, int(done)), tasks)
-            last = max([int(pipe.get(self.next_key) or 0), *tasks], default=0)
+            last = max([int(pipe.get(self.next_key) or 0), *hot], default=0)
             task = rules.new_task(
                 tasks,
                 subject,
@@ -142,12 +188,11 @@ class RedisBoard(RuleBoard):
                 now=time.time(),
             )
             pipe.multi()
-            pipe.hset(self.key, str(task.id), task.model_dump_json())
+            self._store(pipe, task, hot)
             pipe.set(self.next_key, task.id)
             pipe.set(made, task.id, ex=MADE_TTL_S)
-            pipe.incr(self.version_key)
             pipe.execute()
-            return rules.derive(task, {**tasks, task.id: task})
+            return rules.derive(task, ChainMap({task.id: task}, tasks))
 
         return self._transact(attempt)
 
@@ -157,6 +202,8 @@ class RedisBoard(RuleBoard):
         def drop(r: redis.Redis) -> None:
             pipe = r.pipeline(transaction=True)
             pipe.hdel(self.key, str(task_id))
+            pipe.hdel(self.done_key, str(task_id))
+            pipe.zrem(self.order_key, str(task_id))
             pipe.incr(self.version_key)
             pipe.execute()
 
@@ -164,19 +211,36 @@ class RedisBoard(RuleBoard):
 
     # -- internals -----------------------------------------------------------------
 
+    def _store(self, pipe: redis.client.Pipeline, task: Task, hot: dict[int, Task]) -> None:
+        """Queue the writes that put `task` in its hash (inside MULTI), and move any
+        finished record still among the unfinished (a board from before the split)."""
+        stale = [t for t in hot.values() if t.finished and t.id != task.id]
+        for t in [*stale, task]:
+            field = str(t.id)
+            if t.finished:
+                pipe.hdel(self.key, field)
+                pipe.hset(self.done_key, field, t.model_dump_json())
+                pipe.zadd(self.order_key, {field: t.updated_at})
+            else:
+                pipe.hset(self.key, field, t.model_dump_json())
+                pipe.hdel(self.done_key, field)
+                pipe.zrem(self.order_key, field)
+        pipe.incr(self.version_key)
+
     def _apply(self, change: Change) -> Task | None:
         """Run one rule on the current records and store what it returns, atomically."""
 
         def attempt(pipe: redis.client.Pipeline) -> Task | None:
-            pipe.watch(self.key)
+            pipe.watch(self.key, self.done_key)
+            hot = self._parse(pipe.hgetall(self.key))
 
             def store(task: Task) -> None:
                 pipe.multi()
-                pipe.hset(self.key, str(task.id), task.model_dump_json())
-                pipe.incr(self.version_key)
+                self._store(pipe, task, hot)
                 pipe.execute()  # WatchError if another writer got in: decided again
 
-            return apply_rule(self._parse(pipe.hgetall(self.key)), change, time.time(), store)
+            tasks = Stored(hot, lambda i: self._finished_one(pipe, i))
+            return apply_rule(tasks, change, time.time(), store)
 
         return self._transact(attempt)
 
@@ -192,3 +256,7 @@ class RedisBoard(RuleBoard):
                         continue  # someone wrote meanwhile: decide again on what is there
 
         return self.link.call(run)
+
+
+def _blockers(tasks: Iterable[Task]) -> set[int]:
+    return {b for t in tasks for b in t.blocked_by}

@@ -20,14 +20,14 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
-from team.tasks.operations import Change, RuleBoard, apply_rule
+from team.tasks.operations import Change, RuleBoard, Stored, apply_rule
 from team.tasks.view import TASK_FILE, BoardView, note_written
 
 log = logging.getLogger(__name__)
@@ -253,41 +253,6 @@ class TaskBoard(RuleBoard):
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the flock
-
-
-class Stored(Mapping[int, Task]):
-    """The records a rule sees: iterating gives the unfinished tasks and their blockers
-    (all that claimable, open and stuck questions range over); looking up any other id
-    reads its file (a finished task named as a blocker, or being reopened). So a write
-    costs the same however many tasks the team has finished."""
-
-    def __init__(self, hot: dict[int, Task], read: Callable[[int], Task | None]) -> None:
-        self._hot = hot
-        self._read = read
-        self._more: dict[int, Task | None] = {}
-
-    def __getitem__(self, task_id: int) -> Task:
-        task = self._hot.get(task_id)
-        if task is None:
-            if task_id not in self._more:
-                self._more[task_id] = self._read(task_id) if isinstance(task_id, int) else None
-            task = self._more[task_id]
-        if task is None:
-            raise KeyError(task_id)
-        return task
-
-    def __contains__(self, task_id: object) -> bool:
-        try:
-            self[task_id]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._hot)
-
-    def __len__(self) -> int:
-        return len(self._hot)
 
 
 _GUARDS: dict[str, threading.Lock] = {}

@@ -9,7 +9,7 @@ atomic section: a file lock, a Redis `WATCH`/`MULTI`) and calls `apply_rule` ins
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from team.tasks import rules
 from team.tasks.model import Task
@@ -105,3 +105,38 @@ class RuleBoard:
     def review_plan(self, task_id: int, approve: bool, feedback: str | None = None) -> Task:
         """Approve or (with a reason) reject the plan waiting on a task."""
         return self._apply(lambda t, now: rules.review_plan(t, task_id, approve, feedback, now))
+
+
+class Stored(Mapping[int, Task]):
+    """The records a rule sees: iterating gives the unfinished tasks and their blockers
+    (all that claimable, open and stuck questions range over); looking up any other id
+    reads it from the store (a finished task named as a blocker, or being reopened). So
+    a write costs the same however many tasks the team has finished, on either backend."""
+
+    def __init__(self, hot: dict[int, Task], read: Callable[[int], Task | None]) -> None:
+        self._hot = hot
+        self._read = read
+        self._more: dict[int, Task | None] = {}
+
+    def __getitem__(self, task_id: int) -> Task:
+        task = self._hot.get(task_id)
+        if task is None:
+            if task_id not in self._more:
+                self._more[task_id] = self._read(task_id) if isinstance(task_id, int) else None
+            task = self._more[task_id]
+        if task is None:
+            raise KeyError(task_id)
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        try:
+            self[task_id]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._hot)
+
+    def __len__(self) -> int:
+        return len(self._hot)
