@@ -512,6 +512,25 @@ def test_summaries_that_chain_do_not_grow_with_every_task_ever_finished() -> Non
     assert len(summary) < 3000
 
 
+def test_ids_mentioned_but_never_seen_finishing_are_not_carried_for_ever() -> None:
+    """A teammate's tasks in a listing are named once; a summary that called every such
+    id open carried it into every later summary (the soak's fresh contexts passed the
+    threshold after 30,000 calls). The agent's own open task, from the facts, stays."""
+    facts = AgentFacts(name="alice", role="coder", team="t", tasks=((7, "write the parser"),))
+    model = SimModel()
+    summary, sizes = "", []
+    for k in range(40):
+        listing = ", ".join(f"task #{1000 + 20 * k + i}" for i in range(20))
+        segment = f"{summary}\nThe board lists {listing}, all owned by bob."
+        request = summary_request("alice", segment, facts=facts)
+        summary = model.complete(request).message().text()
+        sizes.append(len(summary))
+        assert "#7: write the parser" in summary  # not in the text: from the facts
+        assert "Continue task #7" in summary
+    assert max(sizes[10:]) < 1.2 * sizes[9]  # one size, not growing with every listing
+    assert "#1000" not in summary and "older tasks mentioned" in summary
+
+
 def test_summary_honours_the_focus() -> None:
     segment = long_segment()
     plain = SimModel().complete(summary_request("alice", segment)).message().text()

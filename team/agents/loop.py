@@ -391,13 +391,15 @@ class Agent:
         return out.idled
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
+        facts = self.facts()
         rec = self.compactor.compact(
             self.history,
-            identity=self.identity(),
+            identity=identity_block(facts),
             layer=layer,
             trigger=trigger,
             focus=focus,
             prefix=(self.system, self.tools),
+            facts=facts,
         )
         if rec is None:
             if layer == "manual":

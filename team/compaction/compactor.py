@@ -197,6 +197,7 @@ class Compactor:
         trigger: str,
         focus: str | None = None,
         prefix: tuple[str, list[ToolSpec]] | None = None,
+        facts: AgentFacts | None = None,
     ) -> Compaction | None:
         """Archive and summarise the segment; the record that starts the next one.
 
@@ -205,6 +206,8 @@ class Compactor:
                 reads it too).
             prefix: the agent's system prompt and tools; with them the summary request
                 reuses the agent's cached prefix (see `Summariser.summarise_cached`).
+            facts: the agent's facts now (its open tasks), which the summary request
+                carries; without them, the ones the compactor was built with.
 
         Returns:
             The `Compaction` record for the caller to append and fold, or None when the
@@ -214,7 +217,7 @@ class Compactor:
         tokens_before = self.estimate(history)
         self._summary_cost = 0.0
         try:
-            summary = self._summary(history, identity, focus, prefix)
+            summary = self._summary(history, identity, focus, prefix, facts)
         except SummaryFailed as e:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, str(e))
             return None
@@ -277,6 +280,7 @@ class Compactor:
         identity: str,
         focus: str | None,
         prefix: tuple[str, list[ToolSpec]] | None,
+        facts: AgentFacts | None = None,
     ) -> str:
         if prefix is not None:
             view = self.micro.current(history.messages)
@@ -295,10 +299,11 @@ class Compactor:
                 replaced=replaced,
                 identity=identity,
                 focus=focus,
+                facts=facts,
             )
             if summary is not None:
                 return summary
-        return self.summariser.summarise(history.messages, identity, focus)
+        return self.summariser.summarise(history.messages, identity, focus, facts)
 
     def _succeeded(self, rec: Compaction, history: History, duration: float) -> None:
         kept = retention(

@@ -155,8 +155,17 @@ class Summariser:
         self.budget_chars = input_budget_tokens * CHARS_PER_TOKEN
         self.on_call = on_call  # callback(response, duration_s, error) for model-call events
 
-    def summarise(self, messages: list[Message], identity: str, focus: str | None = None) -> str:
+    def summarise(
+        self,
+        messages: list[Message],
+        identity: str,
+        focus: str | None = None,
+        facts: AgentFacts | None = None,
+    ) -> str:
         """The summary; chunks that the model finds too long are split in half and redone.
+
+        `facts` are the agent's facts as they are now (its open tasks), for the request;
+        without them, the ones the summariser was built with.
 
         A block too large for any context is summarised from its head and tail (the
         transcript keeps it whole): a 10 MB message must not cost 20 summary calls.
@@ -165,19 +174,24 @@ class Summariser:
         budget = self.budget_chars
         while True:
             try:
-                return self._summarise(messages, identity, focus, budget)
+                return self._summarise(messages, identity, focus, budget, facts or self.facts)
             except _ChunkTooLong as e:
                 if budget // 2 < MIN_BUDGET_CHARS:
                     raise SummaryFailed(f"even small chunks are too long: {e}") from e
                 budget //= 2
 
     def _summarise(
-        self, messages: list[Message], identity: str, focus: str | None, budget: int
+        self,
+        messages: list[Message],
+        identity: str,
+        focus: str | None,
+        budget: int,
+        facts: AgentFacts | None,
     ) -> str:
         chunks = pack(render_units(messages, budget), budget)
         system = self._system(identity, focus)
         parts = [
-            self._call(system, self._ask(chunk, i, len(chunks)), focus)
+            self._call(system, self._ask(chunk, i, len(chunks)), focus, facts)
             for i, chunk in enumerate(chunks)
         ]
         while len(parts) > 1:
@@ -186,7 +200,7 @@ class Summariser:
             merged = []
             for g in groups:
                 ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g
-                merged.append(self._call(system, ask, focus))
+                merged.append(self._call(system, ask, focus, facts))
             if len(merged) >= len(parts):  # cannot shrink further: keep them all, in order
                 return "\n\n".join(merged)
             parts = merged
@@ -202,6 +216,7 @@ class Summariser:
         replaced: list[ToolResultBlock],
         identity: str,
         focus: str | None = None,
+        facts: AgentFacts | None = None,
     ) -> str | None:
         """Summarise on the agent's own cached prefix; None when it would not fit one call.
 
@@ -236,7 +251,7 @@ class Summariser:
             cache_ttl=self.cache_ttl,
             purpose="summary",
             agent=self.agent,
-            facts=self.facts,
+            facts=facts or self.facts,
             focus=focus,
         )
         try:
@@ -255,7 +270,7 @@ class Summariser:
         part = f" (part {i + 1} of {n})" if n > 1 else ""
         return f"The conversation to summarise{part}:\n\n{chunk}\n\nWrite the summary now."
 
-    def _call(self, system: str, text: str, focus: str | None) -> str:
+    def _call(self, system: str, text: str, focus: str | None, facts: AgentFacts | None) -> str:
         request = ModelRequest(
             system=system,
             messages=[Message.user(text)],
@@ -265,7 +280,7 @@ class Summariser:
             cache_system=False,
             purpose="summary",
             agent=self.agent,
-            facts=self.facts,
+            facts=facts,
             focus=focus,
         )
         return self._send(request)

@@ -86,14 +86,15 @@ def summarise(
     fixes = [ln for ln in pick(FIX_RE) if not ERROR_RE.search(ln)]
     sections.append(("Errors and fixes", [], pick(ERROR_RE) + fixes))
     sections.append(("Messages from teammates", *_mail_lines(mails, names)))
-    sections.append(("Pending tasks", _task_lines(tasks, done), []))
-    tail = [ln for ln in lines if _prose(ln)][-8:]
     stated = {t: ln for ln in lines for t, _, _ in progress(ln)}
+    mine = _open_ids(facts, claimed, mails, stated, done)
+    sections.append(("Pending tasks", _task_lines(tasks, done, mine), []))
+    tail = [ln for ln in lines if _prose(ln)][-8:]
     # Where each unfinished task stands, kept whatever the budget: the agent resumes there.
     now = [ln for t, ln in stated.items() if t not in done][-6:] + tail[-1:]
     now += [ln for ln in lines if BOARD_CHECK in ln][-1:]
     sections.append(("Current work", now, list(reversed(tail[:-1]))))
-    open_ids = [t for t in tasks if t not in done]
+    open_ids = [t for t in tasks if t in mine]
     open_ids.sort(key=lambda t: not _matches(f"#{t}", words))
     nxt = (
         f"Continue task #{open_ids[0]} ({tasks[open_ids[0]] or 'see above'})"
@@ -218,23 +219,52 @@ def _board_lines(text: str) -> tuple[set[int], dict[int, str]]:
 
 MAX_TASK_LINES = 30
 """Tasks a summary names with subjects; past it, ids only (finished: the newest this many)."""
+MAX_MENTIONED = 10
+"""Ids named in the segment that are neither the agent's open work nor seen finished
+(a teammate's task, an old one in a listing): the newest this many, the rest counted."""
 
 
-def _task_lines(tasks: dict[int, str], done: set[int]) -> list[str]:
+def _open_ids(
+    facts: AgentFacts | None,
+    claimed: dict[int, str],
+    mails: list[InboxMail],
+    stated: dict[int, str],
+    done: set[int],
+) -> set[int]:
+    """The agent's unfinished work: its open tasks on the board (the facts), and what the
+    segment shows it claiming, being given or working on, less what it saw finish.
+
+    Not every id the text names: an id listed once as open, and never seen finishing in
+    a later segment, would otherwise be carried from summary to summary for ever.
+    """
+    ids = {t for t, _ in facts.tasks} if facts else set()
+    ids |= claimed.keys() | stated.keys() | {m.task for m in mails if m.task is not None}
+    return ids - done
+
+
+def _task_lines(tasks: dict[int, str], done: set[int], mine: set[int]) -> list[str]:
     if not tasks:
         return ["No task ids in this segment."]
-    if len(tasks) > MAX_TASK_LINES:  # every open id, the newest finished ones, no subjects
-        finished = [t for t in tasks if t in done]
-        kept = set(finished[-MAX_TASK_LINES:])
-        shown = [t for t in tasks if t not in done or t in kept]
+    finished = [t for t in tasks if t in done]
+    kept = set(finished[-MAX_TASK_LINES:])
+    others = [t for t in tasks if t not in done and t not in mine]
+    named = set(others[-MAX_MENTIONED:])
+    older = len(finished) - len(kept)
+    shown = [t for t in tasks if t in mine or t in kept or t in named]
+    if len(shown) > MAX_TASK_LINES:  # no subjects
         ids = [f"#{t}{' (completed)' if t in done else ''}" for t in shown]
-        older = len(finished) - len(kept)
-        # summaries chain: listing every finished id ever made each one longer than the last
-        return ["Ids: " + ", ".join(ids) + (f"; and {older} older completed" if older else "")]
-    return [
-        f"#{t}: {s or '(no subject seen)'}{' (completed)' if t in done else ''}"
-        for t, s in tasks.items()
-    ]
+        lines = ["Ids: " + ", ".join(ids)]
+    else:
+        lines = [
+            f"#{t}: {tasks[t] or '(no subject seen)'}{' (completed)' if t in done else ''}"
+            for t in shown
+        ]
+    # summaries chain: naming every id ever seen made each one longer than the last
+    if older:
+        lines.append(f"And {older} older completed tasks.")
+    if len(others) > len(named):
+        lines.append(f"And {len(others) - len(named)} older tasks mentioned.")
+    return lines
 
 
 def _names(mails: list[InboxMail], facts: AgentFacts | None) -> list[str]:
