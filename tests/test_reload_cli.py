@@ -13,6 +13,7 @@ from conftest import run_team
 from teamrun import make_workspace, wait_for
 from test_sandbox_e2e import bin_without_bwrap
 
+from team.agents.control import team_status
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
 
@@ -33,6 +34,11 @@ def status(ws) -> dict:
     r = run_team("status", "--json", "--dir", str(ws.root))
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["agents"]
+
+
+def state(ws, agent: str) -> str:
+    """What `team status` shows as `agent`'s state, read in process (cheap to poll)."""
+    return team_status(ws, ws.load_config())["agents"][agent]["state"]
 
 
 def completed(ws, task_id: int) -> bool:
@@ -66,7 +72,7 @@ def test_an_agent_added_to_team_toml_starts_and_a_removed_one_stops(tmp_path):
         wait_for(lambda: completed(ws, task), what="dave to complete his task")
         assert TaskBoard(ws.tasks_dir).get(task).owner == "dave"
         # the snapshot is rewritten each second: the next one shows him at work or idle
-        wait_for(lambda: status(ws)["dave"]["state"] in ("idle", "working"), what="dave's state")
+        wait_for(lambda: state(ws, "dave") in ("idle", "working"), what="dave's state")
 
         text = ws.config_path.read_text()
         head, sep, rest = text.partition('[[agents]]\nname = "carol"')
