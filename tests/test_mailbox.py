@@ -210,7 +210,7 @@ def deliver_later(box: MaildirMailbox, delay: float) -> threading.Thread:
 
 
 @pytest.mark.parametrize("force_polling", [False, True], ids=["native", "stat-polling"])
-def test_waker_wakes_within_a_second_of_a_delivery(
+def test_waker_wakes_on_a_delivery(
     box: MaildirMailbox, force_polling: bool
 ) -> None:
     stop = threading.Event()
@@ -218,9 +218,8 @@ def test_waker_wakes_within_a_second_of_a_delivery(
     try:
         assert waker.mode == ("polling" if force_polling else "native")
         sender = deliver_later(box, 0.2)
-        t0 = time.monotonic()
-        assert waker.wait(timeout=5.0) is True
-        assert time.monotonic() - t0 < 1.2  # 0.2 s until the delivery, then < 1 s
+        # True: woken by the delivery, not timed out (how soon: bench/wake_latency.py)
+        assert waker.wait(timeout=60.0) is True
         assert [c.message.content for c in box.receive()] == ["ping"]
         sender.join()
     finally:
@@ -237,9 +236,7 @@ def test_timeout_rescan_finds_mail_without_any_file_event(
     for waker in (WatchfilesWaker([elsewhere], stop), PollingWaker(stop)):
         try:
             sender = deliver_later(box, 0.1)
-            t0 = time.monotonic()
-            assert wait_for_mail(box, waker, stop, timeout=5.0, tick=0.2) is True
-            assert time.monotonic() - t0 < 1.0
+            assert wait_for_mail(box, waker, stop, timeout=60.0, tick=0.2) is True
             sender.join()
             box.done_many(box.receive())
         finally:
@@ -252,11 +249,11 @@ def test_waker_returns_promptly_on_stop_and_times_out(box: MaildirMailbox) -> No
     try:
         t0 = time.monotonic()
         assert waker.wait(timeout=0.2) is False
-        assert 0.15 < time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 >= 0.15  # it waited: a timeout, not a spurious wake
         threading.Timer(0.1, stop.set).start()
         t0 = time.monotonic()
-        assert waker.wait(timeout=10.0) is False
-        assert time.monotonic() - t0 < 1.0
+        assert waker.wait(timeout=120.0) is False
+        assert time.monotonic() - t0 < 60  # the stop ended the wait, long before its timeout
         assert wait_for_mail(box, waker, stop, timeout=10.0) is False
     finally:
         waker.close()

@@ -8,7 +8,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -122,10 +121,10 @@ def test_follow_prints_messages_from_other_processes_and_stops_on_ctrl_c(ws: Pat
         for text in ("hello from another process", "and another"):
             sent = team(ws, "send", "alice", text, "--from", "bob")
             assert sent.returncode == 0, sent.stderr
-            t0 = time.monotonic()
-            line = read_line(follower, sel, timeout=5)
+            # it arrives while the follower runs (how fast is bench/wake_latency.py's
+            # question: a time limit here would fail on a busy machine, not on a bug)
+            line = read_line(follower, sel, timeout=15)
             assert line, "the follower printed nothing"
-            assert time.monotonic() - t0 < 1.0
             got = json.loads(line)
             assert (got["content"], got["from"], got["status"]) == (text, "bob", "pending")
 
