@@ -14,6 +14,7 @@ one (the CLI, a team on files) each is delivered at once.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 from team.backends import post
@@ -25,6 +26,15 @@ from team.tasks import Board, Task, wording
 from team.workspace import USER, Workspace
 
 log = logging.getLogger(__name__)
+
+
+class TaskNotDelivered(Exception):
+    """A task was added, its delivery failed, and taking it back failed too."""
+
+    def __init__(self, task: Task, cause: OSError) -> None:
+        super().__init__(f"task #{task.id} added for {task.owner}, but not delivered: {cause}")
+        self.task = task
+        self.cause = cause
 
 
 class Courier(Protocol):
@@ -70,6 +80,39 @@ class Teamwork:
         return self.lead if self.lead and self.lead != agent else USER
 
     # -- tasks --------------------------------------------------------------------------
+
+    def assign(
+        self,
+        subject: str,
+        owner: str | None,
+        *,
+        description: str = "",
+        blocked_by: Sequence[int] = (),
+        sender: str = USER,
+    ) -> tuple[Task, bool]:
+        """Put a task on the board and deliver it to `owner` (None: open for anyone), all
+        or nothing: a task its owner never hears of would stay open for ever.
+
+        Returns the task, and whether its owner was told now (a blocked task is told
+        when it unblocks).
+
+        Raises:
+            TaskError: what the board refuses (empty subject, unknown blocker).
+            OSError: the task was not added (the board's write, or the delivery failed
+                and the task was taken back).
+            TaskNotDelivered: the delivery failed and taking the task back failed too.
+        """
+        task = self.board.create(
+            subject, owner=owner, description=description, blocked_by=blocked_by, created_by=sender
+        )
+        try:
+            return task, self.assigned(task, sender, strict=True)
+        except OSError as e:
+            try:
+                self.board.discard(task.id)
+            except OSError:
+                raise TaskNotDelivered(task, e) from e
+            raise
 
     def assigned(self, task: Task, sender: str, *, strict: bool = False) -> bool:
         """Deliver a task to its owner, unless it is blocked: then it comes on unblocking.

@@ -62,8 +62,8 @@ def send_mail(root: Path, to: str, text: str, sender: str = "user") -> None:
 
 
 def add_task(root: Path, text: str, owner: str | None = None, blocked_by=()) -> int:
-    """What `team assign OWNER TEXT` (or `--any`) does, in process (tests/test_tasks_cli.py
-    runs the command): the task on the board, delivered to its owner unless blocked."""
+    """`team assign OWNER TEXT` (or `--any`) in process: the library call the command
+    makes (tests/test_tasks_cli.py runs the command itself)."""
     from team.backends.base import open_backend
     from team.teamwork import Teamwork
     from team.workspace import Workspace
@@ -72,9 +72,7 @@ def add_task(root: Path, text: str, owner: str | None = None, blocked_by=()) -> 
     config = ws.load_config()
     backend = open_backend(ws, config)
     try:
-        board = backend.board()
-        task = board.create(text, owner=owner, blocked_by=blocked_by)
-        Teamwork(ws, config, board).assigned(task, "user", strict=True)
+        task, _ = Teamwork(ws, config, backend.board()).assign(text, owner, blocked_by=blocked_by)
     finally:
         backend.close()
     return task.id

@@ -93,27 +93,24 @@ def assign(
     if description == "-":
         description = sys.stdin.read()
     board = team_board(ws, config)
+    from team.teamwork import TaskNotDelivered
+
     try:
-        task = board.create(text, owner=agent, description=description or long_text, blocked_by=ids)
+        with teamwork(ws, config, board) as tw:
+            task, told = tw.assign(
+                text, agent, description=description or long_text, blocked_by=ids
+            )
+    except TaskNotDelivered as e:
+        raise UserError(
+            f"task #{e.task.id} was added for {agent}, but delivering it failed: "
+            f"{os_error_line(e.cause)}"
+        ) from None
     except OSError as e:
         raise UserError(f"task not added: {os_error_line(e)}") from None
     waits = f" (blocked by {_ids(task.blocked_by)})" if task.status == "blocked" else ""
     if agent is None:
         typer.echo(f"task #{task.id} (open){waits}")
         return
-    try:
-        with teamwork(ws, config, board) as tw:
-            told = tw.assigned(task, "user", strict=True)
-    except OSError as e:
-        # all or nothing: a task its owner never hears of would stay open for ever
-        try:
-            board.discard(task.id)
-        except OSError:
-            raise UserError(
-                f"task #{task.id} was added for {agent}, but delivering it failed: "
-                f"{os_error_line(e)}"
-            ) from None
-        raise UserError(f"task not added: {os_error_line(e)}") from None
     later = f"; {agent} is told when it unblocks" if waits and not told else ""
     typer.echo(f"task #{task.id} -> {agent}{waits}{later}")
 
