@@ -146,3 +146,42 @@ def test_a_notice_redis_keeps_refusing_is_set_aside_and_the_others_go_out(
         stop.set()
         outbox.close(timeout=5)
         backend.close()
+
+
+def test_a_reply_to_a_call_sent_before_the_outage_does_not_announce_redis_back(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kill -9 mid-run: one thread's call fails (Redis is unreachable), then another's,
+    sent before the kill, gets its reply. That reply says nothing about now: the team
+    must not say "back" and then "unreachable" again (it did, once per flap)."""
+    import redis
+
+    from team.backends.redis_link import RedisLink
+
+    link = RedisLink(redis_url, "flap", wait=True)
+    sent, outage_seen, up_again = threading.Event(), threading.Event(), threading.Event()
+
+    def answered_late(r):
+        sent.set()
+        outage_seen.wait(10)
+        return "ok"  # the reply to a call sent before the outage
+
+    def while_down(r):
+        outage_seen.set()
+        if not up_again.is_set():
+            raise redis.ConnectionError("Connection refused")
+        return "ok"
+
+    early = threading.Thread(target=lambda: link.call(answered_late))
+    early.start()
+    sent.wait(10)
+    caplog.set_level(logging.WARNING, logger="team.backends.redis_link")
+    down = threading.Thread(target=lambda: link.call(while_down))
+    down.start()
+    early.join(10)
+    assert link.down  # still down: the late reply is not a sign of life
+    up_again.set()
+    down.join(10)
+    assert not link.down
+    said = caplog.text
+    assert said.count("is unreachable") == 1 and said.count("is back after") == 1, said

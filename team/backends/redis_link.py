@@ -95,6 +95,7 @@ class RedisLink:
         """
         pause = 0.05
         while True:
+            started = time.monotonic()
             try:
                 result = fn(self.client)
             except DOWN as e:
@@ -111,7 +112,7 @@ class RedisLink:
                     ) from None
                 pause = min(BACKOFF_MAX_S, pause * 2)
                 continue
-            self._came_back()
+            self._came_back(started)
             return result
 
     def _went_down(self, e: Exception) -> None:
@@ -124,11 +125,13 @@ class RedisLink:
                     _reason(e),
                 )
 
-    def _came_back(self) -> None:
+    def _came_back(self, started: float) -> None:
+        """A call succeeded. Only one that began after the outage was seen proves Redis is
+        back: a reply to one sent before it (another thread's) says nothing about now."""
         if self._down_since is None:
             return
         with self._down_lock:
-            if self._down_since is None:
+            if self._down_since is None or started < self._down_since:
                 return
             gone = time.monotonic() - self._down_since
             self._down_since = None
