@@ -180,6 +180,9 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
                 conn.execute(f"ALTER TABLE {kind.table} ADD COLUMN {name} {sql_type}")
 
 
+WRITER_CACHE_KIB = 256
+
+
 class SqliteEventLog:
     """An `EventSink` that appends to `.team/events.db` from one writer thread.
 
@@ -191,6 +194,9 @@ class SqliteEventLog:
         self.path = path
         self._q: queue.Queue[Event | None] = queue.Queue()
         self._conn = connect(path)
+        # It only appends, touching the last pages of each table and index, so a small
+        # page cache does (SQLite's default grows to 2 MB with the database).
+        self._conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         self._thread = threading.Thread(target=self._run, name="events-writer", daemon=True)
         self._thread.start()
 

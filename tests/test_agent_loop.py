@@ -269,3 +269,28 @@ def test_mail_read_with_read_inbox_is_new_in_the_next_facts(tmp_path):
     runtime(ws, model).build_agent("alice").run(until_idle=True)
     second = model.requests[1]
     assert [m.body for m in second.facts.new_mail] == ["ping from bob"]
+
+
+def test_mail_recorded_before_a_crash_is_not_taken_twice_after_a_long_run(tmp_path, monkeypatch):
+    """The seen-ids window covers the newest mail turns only (memory flat over hours),
+    and still drops the mail a crash left recorded but not marked done."""
+    monkeypatch.setattr("team.agents.session.SEEN_TURNS", 3)
+    ws = workspace(tmp_path)
+    early = []
+    for i in range(6):  # six mail turns, twice the window
+        early.append(deliver(ws, "alice", f"note {i}", sender="user"))
+        runtime(ws, ScriptedModel(default=reply("ok"))).build_agent("alice").run(until_idle=True)
+    # the process records the next mail, then dies before marking it done
+    last = deliver(ws, "alice", "the one before the crash", sender="user")
+    (claim,) = MaildirMailbox(ws.inbox_dir("alice")).receive()
+    session = SessionLog(ws.session_log("alice"))
+    session.load()
+    session.append(UserTurn((TextBlock(f"mail {claim.message.id}"),), inbox=(last.id,)))
+    session.close()
+    model = ScriptedModel(default=reply("ok"))
+    runtime(ws, model).build_agent("alice").run(until_idle=True)
+    assert all("the one before the crash" not in r.messages[-1].text() for r in model.requests)
+    assert MaildirMailbox(ws.inbox_dir("alice")).pending() == []
+    reloaded = SessionLog(ws.session_log("alice"))
+    reloaded.load()
+    assert reloaded.seen(last.id) and not reloaded.seen(early[0].id)

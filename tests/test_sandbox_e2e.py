@@ -98,7 +98,7 @@ def test_each_attempt_is_refused_and_the_team_goes_on(tmp_path: Path, home: Path
         "team": "echo '{}' > .team/tasks/99.json",
         "key": "cat ~/.ssh/id_rsa",
         "net": f"exec 3<>/dev/tcp/127.0.0.1/{port} && head -n1 <&3",
-        "bomb": ":(){ :|:& };:; sleep 5",
+        "bomb": ":(){ :|:& };:; sleep 1",
         "hog": "python3 -c 'b = bytearray(1 << 30); print(\"got a gigabyte\")'",
         "after": "echo still here > after.txt && cat after.txt",
     }

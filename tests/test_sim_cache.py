@@ -113,6 +113,22 @@ def test_entries_expire_after_five_minutes_unused_and_reads_refresh_them() -> No
     assert expired.cache_write_tokens == 2300
 
 
+def test_a_full_cache_drops_the_least_recently_used_entry_and_keeps_what_is_read() -> None:
+    clock = Clock()
+    cache = PromptCache(clock=clock, max_entries=3)
+    old_branch = prompt(6)
+    cache.charge(old_branch, [1, 7])  # system + the old branch's end: 2 entries
+    for n in range(2, 6):  # a conversation after a compaction replaced the old branch
+        clock.now += 1
+        fresh = [*old_branch[:2], *(Piece(f"summary then {i}", 300) for i in range(n))]
+        charge = cache.charge(fresh, [1, len(fresh) - 1])
+        assert charge.cache_read_tokens >= 1100  # the system prefix, used on every call
+    assert len(cache) == 3
+    clock.now += 1
+    assert cache.charge(old_branch, [1, 7]).cache_read_tokens == 1100  # evicted: the system only
+    assert cache.charge(fresh, [1, len(fresh) - 1]).cache_read_tokens == 1100 + 5 * 300
+
+
 def test_no_breakpoints_means_no_caching() -> None:
     cache = PromptCache()
     pieces = prompt(6)

@@ -1,8 +1,8 @@
 """The agent's session log: `.team/agents/<agent>/session.jsonl`, append-only, the truth.
 
 One record a line (`team.compaction.records`; the format is in docs/design.md). Folding
-them with `History.apply` rebuilds the live history; the `inbox` ids of the user records
-are the set of messages already taken in (the exactly-once half of inbox delivery).
+them with `History.apply` rebuilds the live history; the `inbox` ids of the newest user
+records are the messages already taken in (the exactly-once half of inbox delivery).
 
 One writer (the agent's thread). Every record is flushed and fsynced before the agent
 acts on it, so a `kill -9` loses at most a record that was never acted on. This module
@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,16 @@ from team.conversation import ToolResultBlock
 from team.errors import UserError
 
 log = logging.getLogger(__name__)
+
+SEEN_TURNS = 256
+"""How many of the newest mail-carrying user turns the seen-ids window covers.
+
+Mail comes back already recorded only soon after it was recorded: the acks a crash cut
+off (the last turn's), a send repeated after a lost reply (the next drain or so), an
+outbox replaying after an outage (no mail arrives meanwhile). Counting turns, not ids,
+keeps a whole flood taken in one turn. Older ids are dropped, so the window's memory
+does not grow with the run.
+"""
 
 INTERRUPTED = (
     "Interrupted: the team stopped before this tool call finished, so its result is "
@@ -72,7 +83,8 @@ class SessionLog:
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
         self.path = path
         self.fsync = fsync
-        self.seen_ids: set[str] = set()
+        self._seen: set[str] = set()
+        self._seen_turns: deque[tuple[str, ...]] = deque()
         self.skipped: list[int] = []
         """Line numbers of unreadable records the last `load` skipped (the caller warns)."""
         self._f = None
@@ -85,8 +97,7 @@ class SessionLog:
         self._repair_tail()
         for rec in read_records(self.path, skipped=self.skipped):
             history.apply(rec)
-            if isinstance(rec, UserTurn):
-                self.seen_ids.update(rec.inbox)
+            self._remember(rec)
         return history
 
     def _repair_tail(self) -> None:
@@ -124,11 +135,20 @@ class SessionLog:
             with contextlib.suppress(OSError), open(self.path, "rb+") as f:
                 f.truncate(end)
             raise
-        if isinstance(rec, UserTurn):
-            self.seen_ids.update(rec.inbox)
+        self._remember(rec)
 
     def seen(self, msg_id: str) -> bool:
-        return msg_id in self.seen_ids
+        """Whether one of the newest `SEEN_TURNS` mail turns recorded this message."""
+        return msg_id in self._seen
+
+    def _remember(self, rec: Record) -> None:
+        if not isinstance(rec, UserTurn) or not rec.inbox:
+            return
+        ids = tuple(rec.inbox)
+        self._seen.update(ids)
+        self._seen_turns.append(ids)
+        if len(self._seen_turns) > SEEN_TURNS:
+            self._seen.difference_update(self._seen_turns.popleft())
 
     def close(self) -> None:
         if self._f is not None:

@@ -12,6 +12,12 @@ The rules follow the Messages API's documented behaviour:
 - an entry lives for its TTL (5 minutes, or 1 hour) from its last use (read or write),
   so calls further apart than that find the cache cold.
 
+The API's cache is best-effort and may evict sooner; this one also holds at most
+`MAX_ENTRIES` per agent, dropping the least recently used. A call can only read a
+prefix of its own conversation within the lookback of a breakpoint, so what a cap of
+a few hundred calls' entries drops was dead already (prefixes a compaction replaced);
+without it a zero-latency run would hold five minutes of them, tens of thousands.
+
 A piece is whatever the caller chooses as one cacheable unit. `SimModel` uses blocks, as
 the API does: one per tool, the system prompt, then one per content block of each
 message, so the lookback counts what the API counts.
@@ -31,6 +37,8 @@ from team.llm.prices import SIM_MODEL, TTL_SECONDS, billed_input, min_cache_toke
 MIN_TOKENS = min_cache_tokens(SIM_MODEL)
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20
+MAX_ENTRIES = 1024
+"""Entries one agent's cache holds (each call writes at most `MAX_BREAKPOINTS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,7 @@ class PromptCache:
         lookback: how many pieces before a breakpoint are checked for an earlier entry
             (the API checks about 20 blocks; a hit further back is missed, as there).
         clock: seconds, monotonic; injectable so tests can expire entries without waiting.
+        max_entries: past this many live entries the least recently used goes first.
     """
 
     def __init__(
@@ -72,11 +81,14 @@ class PromptCache:
         ttl: float = TTL_SECONDS["5m"],
         lookback: int = LOOKBACK,
         clock: Callable[[], float] = time.monotonic,
+        max_entries: int = MAX_ENTRIES,
     ) -> None:
         self.min_tokens = min_tokens
         self.ttl = ttl
         self.lookback = lookback
+        self.max_entries = max_entries
         self._clock = clock
+        self._count = 0
         # digest -> last used, one ordered dict per TTL, oldest use first: expiring pops
         # from the front and stops at the first live entry, so a call pays for what
         # expired, not for every entry alive (a zero-latency run holds 5 minutes of them)
@@ -86,7 +98,7 @@ class PromptCache:
     def __len__(self) -> int:
         with self._lock:
             self._expire(self._clock())
-            return sum(len(bucket) for bucket in self._entries.values())
+            return self._count
 
     def charge(
         self,
@@ -158,8 +170,15 @@ class PromptCache:
     def _put(self, digest: bytes, now: float, life: float) -> None:
         """Write or refresh an entry: it moves to the back of its TTL's line."""
         for bucket in self._entries.values():
-            bucket.pop(digest, None)
+            if bucket.pop(digest, None) is not None:
+                self._count -= 1
         self._entries.setdefault(life, OrderedDict())[digest] = now
+        self._count += 1
+        while self._count > self.max_entries:
+            # the least recently used is at the front of one of the lines
+            lines = [b for b in self._entries.values() if b]
+            min(lines, key=lambda b: next(iter(b.values()))).popitem(last=False)
+            self._count -= 1
 
     def _expire(self, now: float) -> None:
         for life, bucket in self._entries.items():
@@ -168,6 +187,7 @@ class PromptCache:
                 if now - used <= life:
                     break  # every entry behind it was used later
                 del bucket[digest]
+                self._count -= 1
 
 
 def _prefixes(parts: list[Piece]) -> tuple[list[bytes], list[int]]:

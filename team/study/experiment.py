@@ -152,6 +152,12 @@ def run_folder(keep: Path | None, name: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+IDLE_GRACE_S = 0.2
+"""How long a strategy's team must stay idle before it is stopped. Nothing outside the
+team brings work during an experiment, and the runtime re-checks about every 0.1 s, so
+a message between two agents is seen pending well within it."""
+
+
 def run_strategy(
     workload: Workload, strat: Strategy, threshold: int, root: Path, *, timeout: float = 300.0
 ) -> Outcome:
@@ -167,7 +173,7 @@ def run_strategy(
     ws = prepare(root, workload, strat.compaction(threshold))
     with TeamRun(ws, ws.load_config(), SimModel(seed=workload.seed), fsync=False) as run:
         run.start()
-        finished = run.wait(until_idle=True, idle_grace=0.5, timeout=timeout)
+        finished = run.wait(until_idle=True, idle_grace=IDLE_GRACE_S, timeout=timeout)
     if not finished:
         raise UserError(f"strategy {strat.name}: the team was not idle within {timeout:g}s")
     done, total = run.tasks_done()
