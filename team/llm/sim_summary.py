@@ -172,20 +172,39 @@ def _prose(line: str) -> bool:
     return len(re.findall(r"\b[A-Za-z]{2,}\b", line)) >= 4
 
 
-def _paths(text: str, words: list[re.Pattern[str]]) -> list[str]:
+def _paths(text: str, words: list[str]) -> list[str]:
     """File paths (`team.facts`), focus matches first, then the most mentioned."""
     counts = Counter(iter_paths(text))
     return sorted(counts, key=lambda p: (not _matches(p, words), -counts[p]))
 
 
-def _focus_words(focus: str) -> list[re.Pattern[str]]:
+def _focus_words(focus: str) -> list[str]:
     words = re.findall(r"#?[\w./-]+", focus.lower())
     specific = [w for w in words if re.search(r"\d|[#./_]", w) or len(w) >= 5]
-    return [re.compile(rf"(?<![\w#]){re.escape(w)}(?![\w])", re.I) for w in specific or words]
+    return specific or words
 
 
-def _matches(line: str, words: list[re.Pattern[str]]) -> bool:
-    return any(w.search(line) for w in words)
+def _matches(line: str, words: list[str]) -> bool:
+    """Whether a focus word occurs in the line as a whole word, case-insensitively.
+
+    A substring search with the boundaries checked by hand: a regex per word would be
+    compiled anew for every summary's words (and fill `re`'s cache for the run).
+    """
+    low = line.lower()
+    for w in words:
+        at = low.find(w)
+        while at >= 0:
+            end = at + len(w)
+            before = low[at - 1] if at else " "
+            after = low[end] if end < len(low) else " "
+            if not (_word_char(before) or before == "#") and not _word_char(after):
+                return True
+            at = low.find(w, at + 1)
+    return False
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def _tasks(
