@@ -270,12 +270,15 @@ def report(marks: Checkpoints, sent: int, done_tasks: int, ws: Workspace) -> Non
         f"{'sim ms':>7} {'context':>8} {'calls/s':>8} {'RSS MiB':>8} {'x first':>8} "
         f"{'py heap':>8} {'sim cache':>10}"
     )
+    def heap(r: dict) -> str:  # no pymalloc blocks to count under PYTHONMALLOC=malloc
+        return f"{r['blocks'] / first['blocks']:.2f}" if first["blocks"] else "-"
+
     for r in rows:
         print(
             f"{r['calls']:>8,} {r['over']:>9.2f} {r['over'] / first['over']:>8.2f} "
             f"{vs_cal(r):>8.2f} {r['cal']:>7.2f} {r['sim']:>7.2f} {r['ctx']:>8,.0f} "
             f"{r['rate']:>8.1f} {r['rss'] / 1024:>8.1f} {r['rss'] / first['rss']:>8.2f} "
-            f"{r['blocks'] / first['blocks']:>8.2f} {r['entries']:>10,}"
+            f"{heap(r):>8} {r['entries']:>10,}"
         )
     print(
         "overhead and sim: CPU ms per agent call; x, load: the overhead ratio with each "
@@ -286,7 +289,7 @@ def report(marks: Checkpoints, sent: int, done_tasks: int, ws: Workspace) -> Non
         f"last tenth / first tenth: overhead {last['over'] / first['over']:.2f}x, "
         f"{vs_cal(last):.2f}x against the calibration (target <= 1.2); "
         f"RSS {last['rss'] / first['rss']:.2f}x, "
-        f"Python heap {last['blocks'] / first['blocks']:.2f}x"
+        f"Python heap {heap(last)}x"
     )
     inbox = sum(1 for _ in ws.inbox_root.glob("*/cur/*"))
     archived = sum(1 for _ in ws.inbox_root.glob("*/archive/*/*"))
