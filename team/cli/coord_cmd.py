@@ -79,12 +79,14 @@ def reject(
 
 
 def _review(dir, task_id: int, approve: bool, feedback: str | None) -> None:
+    from team.workspace import USER
+
     ws = workspace(dir)
     config = ws.load_config()
     board = team_board(ws, config)
     task = board.review_plan(task_id, approve, feedback)
     with teamwork(ws, config, board) as tw:
-        tw.plan_reviewed(task, "user")
+        tw.plan_reviewed(task, USER)
     typer.echo(f"plan for task #{task.id} {task.plan_state}; {task.owner} is told")
 
 

@@ -182,10 +182,12 @@ def cancel(
 ) -> None:
     """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
     ws, config, board = _open(dir)
+    from team.workspace import USER
+
     before = board.get(task_id)
     task = board.cancel(task_id)
     with teamwork(ws, config, board) as tw:
-        tw.cancelled(task, "user", before.status)
+        tw.cancelled(task, USER, before.status)
     waiting = [t.id for t in board.unfinished() if task_id in t.blocked_by]
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
     typer.echo(f"task #{task.id} cancelled{behind}")
@@ -199,6 +201,8 @@ def reassign(
 ) -> None:
     """Give an unfinished task to another agent; it starts over, the old owner is told."""
     ws, config, board = _open(dir)
+    from team.workspace import USER
+
     require_worker(config, ws, agent)
     before = board.get(task_id)
     task = board.reassign(task_id, agent)
@@ -206,7 +210,7 @@ def reassign(
         typer.echo(f"task #{task.id} is already {agent}'s")
         return
     with teamwork(ws, config, board) as tw:
-        tw.reassigned(task, before.owner, "user")
+        tw.reassigned(task, before.owner, USER)
     typer.echo(f"task #{task.id} -> {agent} (was {before.owner or 'open'})")
 
 
@@ -217,9 +221,11 @@ def reopen(
 ) -> None:
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
     ws, config, board = _open(dir)
+    from team.workspace import USER
+
     task = board.reopen(task_id)
     with teamwork(ws, config, board) as tw:
-        tw.assigned(task, "user")
+        tw.assigned(task, USER)
     typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
 
 
@@ -231,11 +237,13 @@ def block(
 ) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
     ws, config, board = _open(dir)
+    from team.workspace import USER
+
     before = board.get(task_id)
     task = board.set_blocked_by(task_id, parse_ids(by))
     if before.status == "blocked" and task.status == "pending":
         with teamwork(ws, config, board) as tw:
-            tw.assigned(task, "user")
+            tw.assigned(task, USER)
     typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
 
