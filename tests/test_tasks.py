@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,34 @@ def test_a_running_board_does_not_hold_the_finished_tasks(tmp_path: Path, monkey
     path.write_text(json.dumps({**record, "status": "pending", "owner": None}))
     assert 7 in [t.id for t in running.unclaimed()]
     assert running._view.held() <= view.KEEP_FINISHED + 4
+
+
+def test_a_running_board_keeps_nothing_per_old_finished_file(tmp_path: Path, monkeypatch) -> None:
+    """Rescanning the folder does not mean remembering every finished file: once a file
+    is older than the previous scan, the view drops what it kept of it and skips it by
+    its ctime. Hand edits and removals of old files are still seen."""
+    monkeypatch.setattr(view, "RESCAN_S", 0.0)  # every read lists the folder
+    monkeypatch.setattr(view, "SETTLED_NS", 0)  # no slack for the coarse file clock
+    running = TaskBoard(tmp_path / "tasks")
+    cli = TaskBoard(tmp_path / "tasks")
+    total = view.KEEP_FINISHED * 3
+    for i in range(total):
+        t = cli.create(f"task {i}")
+        cli.claim(t.id, "alice")
+        cli.complete(t.id, "alice")
+    waiting = cli.create("waits on the oldest", blocked_by=[1])
+    assert running.unclaimed() == [waiting]  # the first scan reads every file
+    time.sleep(0.05)  # file times come from a clock a tick behind time.time_ns()
+    assert running.unclaimed() == [waiting]  # a scan that began after every file changed
+    assert len(running._view._versions) <= view.KEEP_FINISHED + 2
+
+    time.sleep(0.05)
+    path = tmp_path / "tasks" / "7.json"  # neither held nor remembered
+    reopened = {**json.loads(path.read_text()), "status": "pending", "owner": None}
+    path.write_text(json.dumps(reopened))
+    (tmp_path / "tasks" / "1.json").unlink()  # the blocker, held
+    assert [t.id for t in running.unclaimed()] == [7]  # a missing blocker blocks
+    assert running.create("new").id == total + 2  # the highest id, without the versions
 
 
 def test_finished_tasks_blocking_open_ones_still_count(board: TaskBoard) -> None:

@@ -13,8 +13,11 @@ edited by hand) lists the whole folder again and reads the files whose version c
 Finished tasks are not kept (docs/design.md, "Task board on files"): a process that ran
 for hours would hold every task the team ever finished. The view holds the unfinished
 tasks, the finished ones they wait on, and the `KEEP_FINISHED` finished tasks updated
-last; of every other finished task only a small hash of its file's version, so a rescan
-does not parse it again. Whatever needs more (`team tasks`) reads the files.
+last. Whatever needs more (`team tasks`) reads the files. Nor does it keep anything per
+other finished file: a rescan skips a file whose inode has not changed since before the
+previous scan began (its ctime, which no one can set back, is older), since that scan
+saw it already; only files changed since are compared with the version (inode, mtime,
+size) this view read last.
 
 Ordering makes it safe without a lock: the writer replaces the task file, then appends
 its id; the reader stats the journal, then reads the files. A reader never serves a
@@ -42,6 +45,10 @@ JOURNAL_MAX_BYTES = 1 << 20
 """A longer journal is replaced by an empty one (readers then rescan once)."""
 RESCAN_S = 5.0
 """How often a reader reads the whole folder anyway (hand edits reach it this late)."""
+SETTLED_NS = 2_000_000_000
+"""A rescan compares a file with the version it read last only when the file's ctime
+is at most this long before the previous scan began, or later (file timestamps come
+from a coarse clock that can lag the one the scan reads)."""
 KEEP_FINISHED = 50
 """Finished records held in memory (the newest); `list_tasks` shows 20 of them."""
 TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
@@ -90,12 +97,16 @@ class BoardView:
         self._recent: dict[int, Task] = {}  # the KEEP_FINISHED finished tasks updated last
         self._recent_whole = True  # _recent is the newest of all (the first scan reads all)
         self._blockers: dict[int, Task] = {}  # finished tasks an unfinished one waits on
-        self._versions: dict[int, int] = {}  # every <id>.json: hash(inode, mtime, size)
+        # <id>.json: hash(inode, mtime, size), ctime; for the tasks held and the files
+        # changed lately, not every finished file (see SETTLED_NS)
+        self._versions: dict[int, tuple[int, int]] = {}
+        self._max_id = 0  # the highest id of a task file seen
         self._hot: dict[int, Task] = {}
         # (inode, bytes consumed, mtime): a journal deleted and made again can get the
         # same inode and size, never the same mtime
         self._journal: tuple[int, int, int] | None = None
         self._scanned = -RESCAN_S
+        self._scan_began_ns = 0  # wall clock (file times are), when the last scan began
 
     def read(self, use: Callable[[dict[int, Task]], T]) -> T:
         """`use(hot)` on the current records, under the view's lock.
@@ -124,7 +135,7 @@ class BoardView:
             for task_id in list(self._hot):
                 self._load(task_id, f"{root}/{task_id}.json", only_if_changed=True)
             self._rebuild_hot()
-            last = max(self._versions, default=0)
+            last = self._max_id
             while os.path.lexists(f"{root}/{last + 1}.json"):  # made by hand, unannounced
                 last += 1
             return dict(self._hot), last
@@ -166,6 +177,8 @@ class BoardView:
 
     def _rescan(self, path: Path) -> None:
         self._journal = None
+        began = time.time_ns()
+        settled = self._scan_began_ns - SETTLED_NS  # older inodes: seen by the last scan
         try:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
@@ -184,11 +197,18 @@ class BoardView:
             if m:
                 task_id = int(m.group(1))
                 present.add(task_id)
-                self._load(task_id, f"{root}/{name}", only_if_changed=True)
-        for task_id in [i for i in self._versions if i not in present]:
+                self._load(task_id, f"{root}/{name}", only_if_changed=True, settled=settled)
+        for task_id in [i for i in self._versions.keys() | self._held() if i not in present]:
             self._forget(task_id)
+        self._max_id = max(present, default=0)
         self._scanned = time.monotonic()
+        self._scan_began_ns = began
         self._rebuild_hot()
+        # Versions of the finished files not held go once their change is older than
+        # this scan's start: the next scan skips them by their ctime instead.
+        held = self._held()
+        cutoff = began - SETTLED_NS
+        self._versions = {i: v for i, v in self._versions.items() if i in held or v[1] >= cutoff}
 
     def _catch_up(self, path: Path) -> None:
         assert self._journal is not None
@@ -212,20 +232,29 @@ class BoardView:
             self._load(task_id, f"{os.fspath(self.root)}/{task_id}.json", only_if_changed=False)
         self._rebuild_hot()
 
-    def _load(self, task_id: int, file: str, *, only_if_changed: bool) -> None:
+    def _load(
+        self, task_id: int, file: str, *, only_if_changed: bool, settled: int | None = None
+    ) -> None:
+        """Read `file` into the view; with `only_if_changed`, only when its version is not
+        the one read last, or (with `settled`) when a file this view holds nothing of
+        changed after `settled` (an older one was seen by the previous scan)."""
         try:
             st = os.stat(file)
         except FileNotFoundError:
             return self._forget(task_id)
-        # files are only ever replaced by rename: (inode, mtime, size) names one version
-        version = hash((st.st_ino, st.st_mtime_ns, st.st_size))
-        if only_if_changed and self._versions.get(task_id) == version:
-            return
+        self._max_id = max(self._max_id, task_id)  # unreadable: its id stays taken
+        stamp = _stamp(st)
+        known = self._versions.get(task_id)
+        if only_if_changed:
+            if known is not None and known[0] == stamp[0]:
+                return
+            if known is None and settled is not None and st.st_ctime_ns < settled:
+                return
         task = self._read(task_id, Path(file))
         if task is None or not task.finished:
             self._lost_recent(task_id)
         self._drop(task_id)
-        self._versions[task_id] = version  # unreadable: its id stays taken
+        self._versions[task_id] = stamp
         if task is None:
             return
         if not task.finished:
@@ -234,6 +263,9 @@ class BoardView:
         self._recent[task_id] = task
         if len(self._recent) > KEEP_FINISHED:
             del self._recent[min(self._recent.values(), key=_recency).id]
+
+    def _held(self) -> set[int]:
+        return self._open.keys() | self._recent.keys() | self._blockers.keys()
 
     def _forget(self, task_id: int) -> None:
         self._lost_recent(task_id)
@@ -253,7 +285,11 @@ class BoardView:
         """Find the newest finished tasks again among the files (after one of them was
         reopened or removed: rare, and only then does this read every finished file)."""
         done = []
-        for task_id in self._versions:
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            names = []
+        for task_id in [int(m.group(1)) for m in map(TASK_FILE.match, names) if m]:
             if task_id not in self._open:
                 task = self._read(task_id, self.root / f"{task_id}.json")
                 if task is not None and task.finished:
@@ -270,13 +306,32 @@ class BoardView:
                 if b in hot or b in blockers:
                     continue
                 found = self._recent.get(b) or self._blockers.get(b)
-                if found is None and b in self._versions:
-                    found = self._read(b, self.root / f"{b}.json")
+                if found is None and 0 < b <= self._max_id:
+                    found = self._read_blocker(b)
                 if found is not None:
                     blockers[b] = found
         self._blockers = blockers
         hot.update(blockers)
         self._hot = hot
+
+    def _read_blocker(self, task_id: int) -> Task | None:
+        """A finished task an unfinished one waits on, read with its version (so the next
+        `fresh` does not parse it again)."""
+        file = self.root / f"{task_id}.json"
+        try:
+            st = os.stat(file)
+        except FileNotFoundError:
+            return None
+        task = self._read(task_id, file)
+        if task is not None:
+            self._versions[task_id] = _stamp(st)
+        return task
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int]:
+    """A task file's version and its ctime. Files are only ever replaced by rename, so
+    (inode, mtime, size) names one version."""
+    return hash((st.st_ino, st.st_mtime_ns, st.st_size)), st.st_ctime_ns
 
 
 def _recency(task: Task) -> tuple[float, int]:
