@@ -324,7 +324,11 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
 
         def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            if len(raw) < length:  # the client died mid-request (kill -9): no request
+                self.close_connection = True
+                return
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, extra, out = api.handle(self.path, headers, raw)
             self._send(status, extra, out)
