@@ -41,7 +41,10 @@ MessageType = Literal[
 class MailMessage(BaseModel):
     """One message: one JSON file in an inbox. Extra keys are kept, not rejected."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # pydantic-core keeps the strings it parses from JSON in one process-wide cache of
+    # ~16,000 entries; the values here (ids, times, texts) are nearly all new, so caching
+    # them only fills it (~1.5 MiB) over a long run. Field names repeat: those are kept.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, cache_strings="keys")
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     type: MessageType = "message"

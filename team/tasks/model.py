@@ -23,8 +23,9 @@ PlanState = Literal["submitted", "approved", "rejected"]
 class Task(BaseModel):
     """One task record: what `team tasks --json` prints and `list_tasks` returns."""
 
-    # frozen: a board shares its records between readers, so none may change in place
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # frozen: a board shares its records between readers, so none may change in place.
+    # cache_strings: see MailMessage.
+    model_config = ConfigDict(extra="ignore", frozen=True, cache_strings="keys")
 
     id: int
     subject: str
