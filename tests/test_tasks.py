@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -179,7 +178,7 @@ def test_a_running_board_keeps_nothing_per_old_finished_file(tmp_path: Path, mon
     is older than the previous scan, the view drops what it kept of it and skips it by
     its ctime. Hand edits and removals of old files are still seen."""
     monkeypatch.setattr(view, "RESCAN_S", 0.0)  # every read lists the folder
-    monkeypatch.setattr(view, "SETTLED_NS", 0)  # no slack for the coarse file clock
+    monkeypatch.setattr(view, "SETTLED_NS", 0)  # no slack: the filesystem's clock is read
     running = TaskBoard(tmp_path / "tasks")
     cli = TaskBoard(tmp_path / "tasks")
     total = view.KEEP_FINISHED * 3
@@ -189,17 +188,42 @@ def test_a_running_board_keeps_nothing_per_old_finished_file(tmp_path: Path, mon
         cli.complete(t.id, "alice")
     waiting = cli.create("waits on the oldest", blocked_by=[1])
     assert running.unclaimed() == [waiting]  # the first scan reads every file
-    time.sleep(0.05)  # file times come from a clock a tick behind time.time_ns()
     assert running.unclaimed() == [waiting]  # a scan that began after every file changed
     assert len(running._view._versions) <= view.KEEP_FINISHED + 2
 
-    time.sleep(0.05)
     path = tmp_path / "tasks" / "7.json"  # neither held nor remembered
     reopened = {**json.loads(path.read_text()), "status": "pending", "owner": None}
     path.write_text(json.dumps(reopened))
     (tmp_path / "tasks" / "1.json").unlink()  # the blocker, held
     assert [t.id for t in running.unclaimed()] == [7]  # a missing blocker blocks
     assert running.create("new").id == total + 2  # the highest id, without the versions
+
+
+def test_a_blocker_reopened_by_hand_is_an_open_task_after_the_new_one_goes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A finished task the view no longer holds, reopened by hand (no journal line), then
+    named as a blocker by a new task: once that task is cancelled, the reopened one is
+    still open work, not forgotten as a finished file the view saw already."""
+    monkeypatch.setattr(view, "KEEP_FINISHED", 1)
+    monkeypatch.setattr(view, "SETTLED_NS", 0)
+    monkeypatch.setattr(view, "RESCAN_S", 1e9)  # the journal first
+    running = TaskBoard(tmp_path / "tasks")
+    cli = TaskBoard(tmp_path / "tasks")
+    for subject in ("first", "second"):
+        t = cli.create(subject)
+        cli.claim(t.id, "alice")
+        cli.complete(t.id, "alice")
+    assert running.unclaimed() == []  # holds #2 only of the finished
+    path = tmp_path / "tasks" / "1.json"
+    reopened = {**json.loads(path.read_text()), "status": "pending", "owner": None}
+    path.write_text(json.dumps(reopened))
+    waiting = cli.create("after the first", blocked_by=[1])
+    assert [t.id for t in running.unclaimed()] == [1]  # #1 read as #3's blocker
+    cli.cancel(waiting.id)
+    monkeypatch.setattr(view, "RESCAN_S", 0.0)
+    for _ in range(3):  # rescans, each one after the last
+        assert [t.id for t in running.unclaimed()] == [1]
 
 
 def test_finished_tasks_blocking_open_ones_still_count(board: TaskBoard) -> None:

@@ -16,8 +16,11 @@ tasks, the finished ones they wait on, and the `KEEP_FINISHED` finished tasks up
 last. Whatever needs more (`team tasks`) reads the files. Nor does it keep anything per
 other finished file: a rescan skips a file whose inode has not changed since before the
 previous scan began (its ctime, which no one can set back, is older), since that scan
-saw it already; only files changed since are compared with the version (inode, mtime,
-size) this view read last.
+saw it already; only files changed since are compared with the stamp (inode, mtime,
+size, ctime) this view read last. "Before the previous scan began" is read on the
+filesystem's clock, not only ours: no later than the newest ctime this view had seen
+then (a filesystem whose clock runs behind), nor than our wall clock then (a file
+stamped in the future); and a scan after our wall clock stepped back skips nothing.
 
 Ordering makes it safe without a lock: the writer replaces the task file, then appends
 its id; the reader stats the journal, then reads the files. A reader never serves a
@@ -45,10 +48,9 @@ JOURNAL_MAX_BYTES = 1 << 20
 """A longer journal is replaced by an empty one (readers then rescan once)."""
 RESCAN_S = 5.0
 """How often a reader reads the whole folder anyway (hand edits reach it this late)."""
-SETTLED_NS = 2_000_000_000
-"""A rescan compares a file with the version it read last only when the file's ctime
-is at most this long before the previous scan began, or later (file timestamps come
-from a coarse clock that can lag the one the scan reads)."""
+SETTLED_NS = 3_000_000_000
+"""Slack on "before the previous scan began": a file whose ctime is up to this much
+older is still looked at (file times come from a coarse clock, 2 s on FAT)."""
 KEEP_FINISHED = 50
 """Finished records held in memory (the newest); `list_tasks` shows 20 of them."""
 TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
@@ -98,15 +100,17 @@ class BoardView:
         self._recent_whole = True  # _recent is the newest of all (the first scan reads all)
         self._blockers: dict[int, Task] = {}  # finished tasks an unfinished one waits on
         # <id>.json: hash(inode, mtime, size), ctime; for the tasks held and the files
-        # changed lately, not every finished file (see SETTLED_NS)
+        # changed lately, not every finished file (see the module's docstring)
         self._versions: dict[int, tuple[int, int]] = {}
         self._max_id = 0  # the highest id of a task file seen
+        self._newest_ctime = 0  # of any task file this view has statted
+        self._settled = 0  # a file not held whose ctime is older was seen by the last scan
+        self._clocks = (0, 0)  # wall and monotonic ns when the last scan began
         self._hot: dict[int, Task] = {}
         # (inode, bytes consumed, mtime): a journal deleted and made again can get the
         # same inode and size, never the same mtime
         self._journal: tuple[int, int, int] | None = None
         self._scanned = -RESCAN_S
-        self._scan_began_ns = 0  # wall clock (file times are), when the last scan began
 
     def read(self, use: Callable[[dict[int, Task]], T]) -> T:
         """`use(hot)` on the current records, under the view's lock.
@@ -177,8 +181,11 @@ class BoardView:
 
     def _rescan(self, path: Path) -> None:
         self._journal = None
-        began = time.time_ns()
-        settled = self._scan_began_ns - SETTLED_NS  # older inodes: seen by the last scan
+        wall, mono = time.time_ns(), time.monotonic_ns()
+        began = min(wall, self._newest_ctime)  # on the filesystem's clock, at most
+        last_wall, last_mono = self._clocks
+        stepped_back = wall - last_wall < mono - last_mono - SETTLED_NS
+        settled = 0 if stepped_back else self._settled
         try:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
@@ -202,13 +209,15 @@ class BoardView:
             self._forget(task_id)
         self._max_id = max(present, default=0)
         self._scanned = time.monotonic()
-        self._scan_began_ns = began
+        self._clocks = (wall, mono)
+        self._settled = began - SETTLED_NS
         self._rebuild_hot()
-        # Versions of the finished files not held go once their change is older than
-        # this scan's start: the next scan skips them by their ctime instead.
+        # The stamps of finished files not held go once their change is older than this
+        # scan's start: the next scan skips them by their ctime instead.
         held = self._held()
-        cutoff = began - SETTLED_NS
-        self._versions = {i: v for i, v in self._versions.items() if i in held or v[1] >= cutoff}
+        self._versions = {
+            i: v for i, v in self._versions.items() if i in held or v[1] >= self._settled
+        }
 
     def _catch_up(self, path: Path) -> None:
         assert self._journal is not None
@@ -235,18 +244,19 @@ class BoardView:
     def _load(
         self, task_id: int, file: str, *, only_if_changed: bool, settled: int | None = None
     ) -> None:
-        """Read `file` into the view; with `only_if_changed`, only when its version is not
-        the one read last, or (with `settled`) when a file this view holds nothing of
+        """Read `file` into the view; with `only_if_changed`, only when its stamp is not
+        the one read last, or (with `settled`) when a file this view keeps nothing of
         changed after `settled` (an older one was seen by the previous scan)."""
         try:
             st = os.stat(file)
         except FileNotFoundError:
             return self._forget(task_id)
         self._max_id = max(self._max_id, task_id)  # unreadable: its id stays taken
+        self._newest_ctime = max(self._newest_ctime, st.st_ctime_ns)
         stamp = _stamp(st)
         known = self._versions.get(task_id)
         if only_if_changed:
-            if known is not None and known[0] == stamp[0]:
+            if known == stamp:
                 return
             if known is None and settled is not None and st.st_ctime_ns < settled:
                 return
@@ -315,22 +325,25 @@ class BoardView:
         self._hot = hot
 
     def _read_blocker(self, task_id: int) -> Task | None:
-        """A finished task an unfinished one waits on, read with its version (so the next
-        `fresh` does not parse it again)."""
+        """A task an unfinished one waits on, not held: read from its file, with its stamp
+        when it is finished (so the next `fresh` does not parse it again). One that is
+        not finished (reopened by hand, unannounced) gets no stamp: the next rescan
+        then reads it as the unfinished task it is."""
         file = self.root / f"{task_id}.json"
         try:
             st = os.stat(file)
         except FileNotFoundError:
             return None
+        self._newest_ctime = max(self._newest_ctime, st.st_ctime_ns)
         task = self._read(task_id, file)
-        if task is not None:
+        if task is not None and task.finished:
             self._versions[task_id] = _stamp(st)
         return task
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int]:
-    """A task file's version and its ctime. Files are only ever replaced by rename, so
-    (inode, mtime, size) names one version."""
+    """A task file's version and its ctime. Files are replaced by rename, so (inode,
+    mtime, size) names one version; the ctime also catches a copy that kept all three."""
     return hash((st.st_ino, st.st_mtime_ns, st.st_size)), st.st_ctime_ns
 
 
