@@ -133,6 +133,19 @@ def test_garbage_in_the_journal_is_not_an_error(tmp_path: Path, monkeypatch) -> 
         f.write(b"\x00\x00 not an id\n")
     writer.create("b")
     assert [t.subject for t in reader.list()] == ["a", "b"]
+def _finish(board: TaskBoard, subject: str, *, by: TaskBoard | None = None) -> None:
+    """A task created on `board`, claimed and completed by alice through `by`."""
+    t = board.create(subject)
+    (by or board).claim(t.id, "alice")
+    (by or board).complete(t.id, "alice")
+
+
+def _reopen_by_hand(path: Path) -> None:
+    """Edit a finished task's file back to open, as a person would: no journal line."""
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "status": "pending", "owner": None}))
+
+
 def _newest_finished(board: TaskBoard, n: int) -> list:
     done = sorted((t for t in board.list() if t.finished), key=lambda t: (t.updated_at, t.id))
     return sorted(done[-n:], key=lambda t: t.id)
@@ -146,9 +159,7 @@ def test_a_running_board_does_not_hold_the_finished_tasks(tmp_path: Path, monkey
     cli = TaskBoard(tmp_path / "tasks")
     total = view.KEEP_FINISHED * 3
     for i in range(total):
-        t = cli.create(f"task {i}")
-        running.claim(t.id, "alice")
-        running.complete(t.id, "alice")
+        _finish(cli, f"task {i}", by=running)
         assert running.unclaimed() == []
     waiting = cli.create("waits on the oldest", blocked_by=[1])
     assert running.unfinished() == [waiting] and waiting.status == "pending"
@@ -166,9 +177,7 @@ def test_a_running_board_does_not_hold_the_finished_tasks(tmp_path: Path, monkey
     assert running.recently_finished(1) == [cli.get(2)]
 
     monkeypatch.setattr(view, "RESCAN_S", 0.0)  # a hand edit, seen at the next rescan
-    path = tmp_path / "tasks" / "7.json"
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps({**record, "status": "pending", "owner": None}))
+    _reopen_by_hand(tmp_path / "tasks" / "7.json")
     assert 7 in [t.id for t in running.unclaimed()]
     assert running._view.held() <= view.KEEP_FINISHED + 4
 
@@ -183,17 +192,13 @@ def test_a_running_board_keeps_nothing_per_old_finished_file(tmp_path: Path, mon
     cli = TaskBoard(tmp_path / "tasks")
     total = view.KEEP_FINISHED * 3
     for i in range(total):
-        t = cli.create(f"task {i}")
-        cli.claim(t.id, "alice")
-        cli.complete(t.id, "alice")
+        _finish(cli, f"task {i}")
     waiting = cli.create("waits on the oldest", blocked_by=[1])
     assert running.unclaimed() == [waiting]  # the first scan reads every file
     assert running.unclaimed() == [waiting]  # a scan that began after every file changed
     assert len(running._view._versions) <= view.KEEP_FINISHED + 2
 
-    path = tmp_path / "tasks" / "7.json"  # neither held nor remembered
-    reopened = {**json.loads(path.read_text()), "status": "pending", "owner": None}
-    path.write_text(json.dumps(reopened))
+    _reopen_by_hand(tmp_path / "tasks" / "7.json")  # neither held nor remembered
     (tmp_path / "tasks" / "1.json").unlink()  # the blocker, held
     assert [t.id for t in running.unclaimed()] == [7]  # a missing blocker blocks
     assert running.create("new").id == total + 2  # the highest id, without the versions
@@ -211,13 +216,9 @@ def test_a_blocker_reopened_by_hand_is_an_open_task_after_the_new_one_goes(
     running = TaskBoard(tmp_path / "tasks")
     cli = TaskBoard(tmp_path / "tasks")
     for subject in ("first", "second"):
-        t = cli.create(subject)
-        cli.claim(t.id, "alice")
-        cli.complete(t.id, "alice")
+        _finish(cli, subject)
     assert running.unclaimed() == []  # holds #2 only of the finished
-    path = tmp_path / "tasks" / "1.json"
-    reopened = {**json.loads(path.read_text()), "status": "pending", "owner": None}
-    path.write_text(json.dumps(reopened))
+    _reopen_by_hand(tmp_path / "tasks" / "1.json")
     waiting = cli.create("after the first", blocked_by=[1])
     assert [t.id for t in running.unclaimed()] == [1]  # #1 read as #3's blocker
     cli.cancel(waiting.id)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from team.tasks import rules
 from team.tasks.model import Task, TaskError
 from team.tasks.operations import Change, RuleBoard, Stored, apply_rule
-from team.tasks.view import TASK_FILE, BoardView, note_written
+from team.tasks.view import BoardView, note_written, task_ids
 
 log = logging.getLogger(__name__)
 
@@ -161,17 +161,7 @@ class TaskBoard(RuleBoard):
         return self.root / f"{int(task_id)}.json"
 
     def _files(self) -> list[tuple[int, Path]]:
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        found = []
-        for name in names:
-            m = TASK_FILE.match(name)
-            if m:
-                found.append((int(m.group(1)), self.root / name))
-        found.sort()
-        return found
+        return [(i, self._path(i)) for i in sorted(task_ids(self.root))]
 
     def _read_or_warn(self, task_id: int, path: Path) -> Task | None:
         try:

@@ -58,6 +58,15 @@ TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
 Reader = Callable[[int, Path], "Task | None"]
 
 
+def task_ids(root: Path) -> list[int]:
+    """The ids of the task files in `root` (none when it does not exist yet)."""
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return [int(m.group(1)) for m in map(TASK_FILE.match, names) if m]
+
+
 def note_written(root: Path, task_ids: list[int]) -> None:
     """Append ids whose files just changed; call with the board lock held."""
     path = root / JOURNAL
@@ -193,18 +202,10 @@ class BoardView:
             self._journal = (st.st_ino, data.rfind(b"\n") + 1, st.st_mtime_ns)  # then files
         except FileNotFoundError:
             pass
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            names = []
-        present: set[int] = set()
+        present = set(task_ids(self.root))
         root = os.fspath(self.root)  # writers rescan under the lock: keep the loop cheap
-        for name in names:
-            m = TASK_FILE.match(name)
-            if m:
-                task_id = int(m.group(1))
-                present.add(task_id)
-                self._load(task_id, f"{root}/{name}", only_if_changed=True, settled=settled)
+        for task_id in present:
+            self._load(task_id, f"{root}/{task_id}.json", only_if_changed=True, settled=settled)
         for task_id in [i for i in self._versions.keys() | self._held() if i not in present]:
             self._forget(task_id)
         self._max_id = max(present, default=0)
@@ -295,11 +296,7 @@ class BoardView:
         """Find the newest finished tasks again among the files (after one of them was
         reopened or removed: rare, and only then does this read every finished file)."""
         done = []
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            names = []
-        for task_id in [int(m.group(1)) for m in map(TASK_FILE.match, names) if m]:
+        for task_id in task_ids(self.root):
             if task_id not in self._open:
                 task = self._read(task_id, self.root / f"{task_id}.json")
                 if task is not None and task.finished:
