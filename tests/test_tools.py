@@ -328,6 +328,26 @@ def test_bash_is_killed_when_the_team_stops(ws: Workspace) -> None:
     assert res.is_error and "interrupted" in res.content
 
 
+def test_bash_works_where_the_kernel_has_no_pidfds(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before Linux 5.3, or under a seccomp filter, the exit is polled instead."""
+
+    def no_pidfd(pid: int, flags: int = 0) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    box = make_box(ws, bash_timeout=1.0, output_cap=200_000)
+    assert "[exit code 3]" in ok(box.run("bash", {"command": "echo hi; exit 3"}))
+    out = ok(box.run("bash", {"command": "head -c 150000 /dev/zero | tr '\\0' y; echo"}))
+    assert out.count("y") == 150000  # every read of a long output is kept, in order
+    t0 = time.monotonic()
+    assert "bg" in ok(box.run("bash", {"command": "sleep 60 & echo bg"}))
+    res = box.run("bash", {"command": "sleep 60"})
+    assert res.is_error and "timed out after 1s" in res.content
+    assert time.monotonic() - t0 < 10
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import resource
 import threading
 import time
@@ -127,7 +128,35 @@ def pids_cgroup(base: Path | None, processes: int) -> Iterator[Path | None]:
             group.rmdir()
         except OSError:
             # its last processes are still exiting: wait for them off the tool's path
-            threading.Thread(target=_remove, args=(group,), daemon=True).start()
+            _JANITOR.remove(group)
+
+
+class _Janitor:
+    """One thread, started on first use, that removes cgroups still busy after their
+    command, one after another (a thread per leftover cgroup was thread churn that
+    added up over a long run)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def remove(self, group: Path) -> None:
+        self._queue.put(group)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="cgroup-janitor", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            _remove(self._queue.get())
+
+
+_JANITOR = _Janitor()
+os.register_at_fork(after_in_child=lambda: setattr(_JANITOR, "_thread", None))  # no threads
 
 
 def _remove(group: Path) -> None:

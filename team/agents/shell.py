@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 # variable costs a command a retry, a leaked key costs the user money.
 _SECRET_MARKS = ("API_KEY", "APIKEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
 _PIPE_GRACE = 1.0  # seconds to wait for the pipe to close after the shell exits
+_TICK = 0.1  # how often a stop request and the deadline are checked while a command runs
+_POLL = 0.01  # how often the exit is polled where there are no pidfds
+_READ_SIZE = 65536  # a pipe's default capacity
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -77,17 +81,17 @@ class _Capture:
 
     def __init__(self, cap: int, limit: int | None = None) -> None:
         self.limit = limit
-        self.over = threading.Event()  # set once more than `limit` bytes came in
+        self.over = False  # set once more than `limit` bytes came in
         self.head_limit = cap - cap // 2
         self.tail_limit = cap // 2
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes | memoryview) -> None:
         self.total += len(chunk)
         if self.limit is not None and self.total > self.limit:
-            self.over.set()
+            self.over = True
         room = self.head_limit - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -166,35 +170,35 @@ def _run(
         start_new_session=True,  # own process group: a timeout kills the children too
     )
     capture = _Capture(output_cap, output_limit)
-    reader = threading.Thread(target=_pump, args=(proc, capture), daemon=True)
-    reader.start()
-
-    # A blocking wait in a thread wakes us the moment the command exits; polling with
-    # proc.wait(timeout) sleeps in growing steps and added tens of ms to short commands.
-    exited = threading.Event()
-    threading.Thread(target=_reap, args=(proc, exited), daemon=True).start()
-    deadline = time.monotonic() + timeout
-    timed_out = stopped = flooded = False
-    while not exited.is_set():
-        if capture.over.is_set():
-            flooded = True
-            break
-        if stop is not None and stop.is_set():
-            stopped = True
-            break
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = True
-            break
-        exited.wait(min(left, 0.1))
-    if timed_out or stopped or flooded:
+    try:
+        watch = _Watch(proc, capture)
+    except OSError:  # e.g. out of file descriptors: the command must not run on unwatched
         _kill_group(proc)
-    reader.join(_PIPE_GRACE)
-    if reader.is_alive():
-        # The shell is gone but a background child still holds the pipe open; without
-        # this the tool would hang until that child exits.
-        _kill_group(proc)
-        reader.join(_PIPE_GRACE)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        raise
+    with watch:
+        deadline = time.monotonic() + timeout
+        timed_out = stopped = flooded = False
+        while proc.returncode is None:
+            if capture.over:
+                flooded = True
+                break
+            if stop is not None and stop.is_set():
+                stopped = True
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            watch.step(left)
+        if timed_out or stopped or flooded:
+            _kill_group(proc)
+        if not watch.drain(_PIPE_GRACE):
+            # The shell is gone but a background child still holds the pipe open; without
+            # this the tool would hang until that child exits.
+            _kill_group(proc)
+            watch.drain(_PIPE_GRACE)
     output, cut = capture.text()
     code = None if (timed_out or stopped or flooded) else proc.returncode
     return ShellResult(
@@ -208,16 +212,77 @@ def _run(
     )
 
 
-def _reap(proc: subprocess.Popen[bytes], exited: threading.Event) -> None:
-    proc.wait()
-    exited.set()
+class _Watch:
+    """The command's output pipe and its exit, watched from the calling thread.
 
+    One selector waits on both: the pipe, and a pidfd that becomes readable the moment
+    the command exits (Linux 5.3+), so a short command returns at once and no thread is
+    started per command. (Two threads a command, a reader and a reaper, were most of the
+    soak's thread churn, and each new peak of live threads left glibc and pymalloc
+    holding more memory.) Without pidfds the exit is polled every `_POLL` seconds.
+    Output is read into one buffer kept for the command, not a new 64 KiB string a read.
+    """
 
-def _pump(proc: subprocess.Popen[bytes], capture: _Capture) -> None:
-    assert proc.stdout is not None
-    with proc.stdout:
-        while chunk := proc.stdout.read1(65536):
-            capture.feed(chunk)
+    def __init__(self, proc: subprocess.Popen[bytes], capture: _Capture) -> None:
+        assert proc.stdout is not None
+        self.proc = proc
+        self.capture = capture
+        self.pipe = proc.stdout.fileno()
+        self.buf = bytearray(_READ_SIZE)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.pipe, selectors.EVENT_READ)
+        self.open = True  # the pipe has not reached end of file
+        self.exit_fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd_open: poll instead
+            self.exit_fd = os.pidfd_open(proc.pid)
+            self.selector.register(self.exit_fd, selectors.EVENT_READ)
+        self.watching_exit = self.exit_fd is not None
+
+    def __enter__(self) -> _Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.selector.close()
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+    def step(self, wait: float) -> None:
+        """Wait up to `wait` seconds (at most `_TICK`) for output or the exit; take both."""
+        tick = _TICK if self.watching_exit else _POLL
+        for key, _ in self.selector.select(min(wait, tick)):
+            if key.fd == self.pipe:
+                self._read()
+        if self.proc.poll() is not None:  # it exited (now reaped)
+            self._unwatch_exit()
+
+    def drain(self, grace: float) -> bool:
+        """Read the rest of the output; False when the pipe is still open after `grace`."""
+        self._unwatch_exit()  # it exited or was killed: only the pipe matters now
+        end = time.monotonic() + grace
+        while self.open:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in self.selector.select(left):
+                if key.fd == self.pipe:
+                    self._read()
+        return True
+
+    def _unwatch_exit(self) -> None:
+        if self.watching_exit:  # a pidfd stays readable: it would end every wait at once
+            self.selector.unregister(self.exit_fd)
+            self.watching_exit = False
+
+    def _read(self) -> None:
+        n = os.readv(self.pipe, [self.buf])
+        if n == 0:
+            self.open = False
+            self.selector.unregister(self.pipe)
+            return
+        with memoryview(self.buf) as view:
+            self.capture.feed(view[:n])
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
