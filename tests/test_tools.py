@@ -348,6 +348,41 @@ def test_bash_works_where_the_kernel_has_no_pidfds(
     assert time.monotonic() - t0 < 10
 
 
+def test_bash_waits_for_a_command_that_closed_its_output(ws: Workspace, box: Toolbox) -> None:
+    t0 = time.monotonic()
+    out = ok(box.run("bash", {"command": "echo early; exec >&- 2>&-; sleep 0.5; exit 4"}))
+    assert "early" in out and "[exit code 4]" in out  # the exit, not the end of the output
+    assert time.monotonic() - t0 >= 0.5
+
+
+def test_a_background_child_flooding_after_the_shell_exits_is_killed(tmp_path: Path) -> None:
+    from team.agents.shell import _run
+
+    t0 = time.monotonic()
+    res = _run(["bash", "-c", "(yes & ); exit 0"], tmp_path, 30, 1000, 1 << 20, None, None)
+    assert res.output_limit == 1 << 20 and res.exit_code is None
+    assert "[killed: printed more than the 1 MiB output limit]" in res.render(30)
+    assert time.monotonic() - t0 < 10  # not the 30 s timeout
+
+
+def test_a_failure_while_watching_a_command_kills_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unconfined (no sandbox, so no cgroup whose cleanup would kill it anyway)."""
+    from team.agents import shell
+
+    def broken(self: object, chunk: bytes) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(shell._Capture, "feed", broken)
+    with pytest.raises(MemoryError):  # the toolbox turns it into an "internal error"
+        shell.run_command("echo go; exec sleep 60.4343", tmp_path, timeout=30, output_cap=100)
+    deadline = time.monotonic() + 5
+    while _running("60.4343") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running("60.4343"), "the command kept running after its tool call failed"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

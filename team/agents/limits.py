@@ -12,6 +12,7 @@ one can be made (see `docs/design.md`, Safety).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import resource
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from team.config import LimitsConfig
+
+log = logging.getLogger(__name__)
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 # `sh` joins the cgroup, then becomes the sandbox: every process it starts is counted.
@@ -137,6 +140,10 @@ class _Janitor:
     added up over a long run)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Nothing queued and no thread (also in a forked child, which has no threads)."""
         self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -152,11 +159,15 @@ class _Janitor:
 
     def _run(self) -> None:
         while True:
-            _remove(self._queue.get())
+            group = self._queue.get()
+            try:
+                _remove(group)
+            except Exception:  # one bad group must not end the removal of the others
+                log.warning("could not remove the cgroup %s", group, exc_info=True)
 
 
 _JANITOR = _Janitor()
-os.register_at_fork(after_in_child=lambda: setattr(_JANITOR, "_thread", None))  # no threads
+os.register_at_fork(after_in_child=_JANITOR.reset)
 
 
 def _remove(group: Path) -> None:

@@ -171,34 +171,14 @@ def _run(
     )
     capture = _Capture(output_cap, output_limit)
     try:
-        watch = _Watch(proc, capture)
-    except OSError:  # e.g. out of file descriptors: the command must not run on unwatched
-        _kill_group(proc)
+        with _Watch(proc, capture) as watch:
+            timed_out, stopped = _wait(proc, watch, timeout, stop)
+    finally:
+        if proc.returncode is None:  # watching failed (no fds, no memory): not left running
+            _kill_group(proc)
         if proc.stdout is not None:
-            proc.stdout.close()
-        raise
-    with watch:
-        deadline = time.monotonic() + timeout
-        timed_out = stopped = flooded = False
-        while proc.returncode is None:
-            if capture.over:
-                flooded = True
-                break
-            if stop is not None and stop.is_set():
-                stopped = True
-                break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            watch.step(left)
-        if timed_out or stopped or flooded:
-            _kill_group(proc)
-        if not watch.drain(_PIPE_GRACE):
-            # The shell is gone but a background child still holds the pipe open; without
-            # this the tool would hang until that child exits.
-            _kill_group(proc)
-            watch.drain(_PIPE_GRACE)
+            proc.stdout.close()  # already closed unless `_Watch` failed to start
+    flooded = capture.over
     output, cut = capture.text()
     code = None if (timed_out or stopped or flooded) else proc.returncode
     return ShellResult(
@@ -210,6 +190,33 @@ def _run(
         total=capture.total,
         output_limit=output_limit if flooded else None,
     )
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], watch: _Watch, timeout: float, stop: threading.Event | None
+) -> tuple[bool, bool]:
+    """Take the output until the command exits, is stopped, times out or floods; then
+    the rest of it. Returns (timed out, stopped)."""
+    deadline = time.monotonic() + timeout
+    timed_out = stopped = False
+    while proc.returncode is None and not watch.capture.over:
+        if stop is not None and stop.is_set():
+            stopped = True
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        watch.step(left)
+    if proc.returncode is None:  # stopped, timed out or flooded
+        _kill_group(proc)
+    if not watch.drain(_PIPE_GRACE):
+        # The shell is gone but a background child still holds the pipe open (or floods
+        # it); without this the tool would hang until that child exits. A child that left
+        # the process group (setsid) and is still writing gets EPIPE once the pipe closes.
+        _kill_group(proc)
+        watch.drain(_PIPE_GRACE)
+    return timed_out, stopped
 
 
 class _Watch:
@@ -229,13 +236,22 @@ class _Watch:
         self.capture = capture
         self.pipe = proc.stdout.fileno()
         self.buf = bytearray(_READ_SIZE)
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.pipe, selectors.EVENT_READ)
         self.open = True  # the pipe has not reached end of file
         self.exit_fd: int | None = None
+        self.selector = selectors.DefaultSelector()
+        try:
+            self.selector.register(self.pipe, selectors.EVENT_READ)
+        except BaseException:
+            self.selector.close()
+            raise
         with contextlib.suppress(AttributeError, OSError):  # no pidfd_open: poll instead
-            self.exit_fd = os.pidfd_open(proc.pid)
-            self.selector.register(self.exit_fd, selectors.EVENT_READ)
+            fd = os.pidfd_open(proc.pid)
+            try:
+                self.selector.register(fd, selectors.EVENT_READ)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.exit_fd = fd
         self.watching_exit = self.exit_fd is not None
 
     def __enter__(self) -> _Watch:
@@ -258,12 +274,13 @@ class _Watch:
             self._unwatch_exit()
 
     def drain(self, grace: float) -> bool:
-        """Read the rest of the output; False when the pipe is still open after `grace`."""
+        """Read the rest of the output; False when the pipe is still open after `grace`
+        or what came in passed the output limit."""
         self._unwatch_exit()  # it exited or was killed: only the pipe matters now
         end = time.monotonic() + grace
         while self.open:
             left = end - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self.capture.over:
                 return False
             for key, _ in self.selector.select(left):
                 if key.fd == self.pipe:
