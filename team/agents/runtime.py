@@ -22,6 +22,7 @@ from team.agents.activity import Activity, budget_check
 from team.agents.build import Parts, build_agent
 from team.agents.lock import TeamLock
 from team.agents.loop import Agent
+from team.agents.malloc import keep_large_blocks_mapped
 from team.agents.reload import ConfigWatch
 from team.backends.post import shutdown_request
 from team.board import Board
@@ -117,6 +118,7 @@ class Runtime:
 
     def start(self) -> None:
         self.lock.acquire()
+        keep_large_blocks_mapped()  # a run of hours must not grow malloc's heaps
         for name in self.names:
             self._start_thread(name)
         self.write_status()  # at once: `team status` must not read the last run's snapshot
