@@ -1,0 +1,56 @@
+"""glibc's mmap threshold: fixed for a run, so large freed blocks leave the heaps.
+
+Each case runs in a fresh interpreter: the setting is per process and cannot be undone.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from team.agents.malloc import glibc
+
+pytestmark = pytest.mark.skipif(not glibc(), reason="glibc only")
+
+# Free one large mapped block, then make one of 200 KiB: does it get a mapping of its own
+# (given back the moment it is freed) or a place in a heap (kept)?
+PROBE = """
+import ctypes, sys
+from team.agents.malloc import keep_large_blocks_mapped
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+set_it = keep_large_blocks_mapped() if sys.argv[1] == "fixed" else None
+libc.free(libc.malloc(1 << 20))  # by default this raises the threshold to 1 MiB
+mapped = libc.mallinfo2().hblks
+block = libc.malloc(200 * 1024)
+print(set_it, libc.mallinfo2().hblks - mapped)
+"""
+
+
+def _probe(mode: str, **env: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+    )
+    return out.stdout.strip()
+
+
+def test_a_large_block_is_mapped_even_after_a_larger_one_was_freed() -> None:
+    assert _probe("default") == "None 0"  # glibc's own rule: into a heap, for good
+    assert _probe("fixed") == "True 1"  # its own mapping, given back when freed
+
+
+def test_a_threshold_the_user_set_is_left_alone() -> None:
+    assert _probe("fixed", MALLOC_MMAP_THRESHOLD_="4194304") == "False 0"
+    assert _probe("fixed", GLIBC_TUNABLES="glibc.malloc.mmap_threshold=4194304") == "False 0"
