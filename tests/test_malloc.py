@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(not glibc(), reason="glibc only")
 PROBE = """
 import ctypes, sys
 from team.agents.malloc import keep_large_blocks_mapped
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
 class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in
-                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+    _fields_ = [(n, ctypes.c_size_t) for n in FIELDS.split()]
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Info
 libc.malloc.restype = ctypes.c_void_p
