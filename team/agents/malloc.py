@@ -18,8 +18,9 @@ import os
 
 log = logging.getLogger(__name__)
 
-M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from <malloc.h>
-MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value; fixing it stops it rising
+M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers, from <malloc.h>
+M_MMAP_THRESHOLD = -3
+THRESHOLD = 128 * 1024  # glibc's own starting value of both; fixing them stops them rising
 
 
 def glibc() -> bool:
@@ -31,6 +32,10 @@ def glibc() -> bool:
 
 def keep_large_blocks_mapped() -> bool:
     """Fix glibc's mmap threshold at 128 KiB for this process. Returns True when set.
+
+    The trim threshold (free space at a heap's top that is given back) is set to its
+    starting 128 KiB too: fixing one freezes both, and the process may have raised them
+    already (a resume reads large session logs before the runtime starts).
 
     Left alone when the user tuned it already (`MALLOC_MMAP_THRESHOLD_`, or
     `GLIBC_TUNABLES` naming `mmap_threshold`), and off glibc. The cost: a block of
@@ -49,7 +54,8 @@ def keep_large_blocks_mapped() -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    if mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1:
+    if mallopt(M_MMAP_THRESHOLD, THRESHOLD) != 1:
         log.debug("mallopt(M_MMAP_THRESHOLD) refused; malloc keeps its own threshold")
         return False
+    mallopt(M_TRIM_THRESHOLD, THRESHOLD)
     return True
