@@ -177,7 +177,7 @@ def _run(
         if proc.returncode is None:  # watching failed (no fds, no memory): not left running
             _kill_group(proc)
         if proc.stdout is not None:
-            proc.stdout.close()  # already closed unless `_Watch` failed to start
+            proc.stdout.close()
     flooded = capture.over
     output, cut = capture.text()
     code = None if (timed_out or stopped or flooded) else proc.returncode
@@ -257,12 +257,10 @@ class _Watch:
     def __enter__(self) -> _Watch:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: object) -> None:  # the pipe itself is closed by `_run`
         self.selector.close()
         if self.exit_fd is not None:
             os.close(self.exit_fd)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
 
     def step(self, wait: float) -> None:
         """Wait up to `wait` seconds (at most `_TICK`) for output or the exit; take both."""
