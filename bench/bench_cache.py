@@ -36,12 +36,12 @@ from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.records import UserTurn
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.events import MemorySink
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.events import MemorySink
 from team.llm.base import ModelRequest, ToolSpec
 from team.llm.prices import READ, WRITE_5M, billed_input
 from team.llm.sim import SimModel, cache_pieces
+from team.workspace.config import CompactionConfig
 
 SYSTEM = "You are 'alice', a coder on team bench. " + "Follow the house rules. " * 200
 TOOLS = [

@@ -46,7 +46,7 @@ HEAVY = (
     "rich",
     "watchfiles",
     "matplotlib",
-    "team.agents.runtime",
+    "team.agents.runtime.supervisor",
     "team.agents.loop",
     "team.compaction.compactor",
     "team.study.stats",

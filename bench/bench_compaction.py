@@ -17,10 +17,17 @@ from pathlib import Path
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, to_api, validate
-from team.events import MemorySink
+from team.core.conversation import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    to_api,
+    validate,
+)
+from team.core.events import MemorySink
 from team.llm.scripted import ScriptedModel
+from team.workspace.config import CompactionConfig
 
 
 def history(n_messages: int) -> History:

@@ -20,14 +20,14 @@ import threading
 import time
 from pathlib import Path
 
-from team.agents.runtime import Runtime
+from team.agents.runtime.supervisor import Runtime
 from team.backends.post import send
 from team.cli.demo import seed_project
-from team.config import render_config
-from team.events import MemorySink
+from team.core.events import MemorySink
 from team.llm.sim import SimModel
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 SUBJECTS = ["Review src/inventory.py and list its functions", "Find every TODO in the project"]
 

@@ -16,11 +16,11 @@ import statistics
 import tempfile
 import time
 
-from team.agents.sandbox import detect
-from team.agents.tools import Toolbox
-from team.config import parse_config
+from team.agents.tools.toolbox import Toolbox
+from team.sandbox.bwrap import detect
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 COMMANDS = ["true", "echo hello", "ls -la", "grep -c def src/app.py", "cat src/app.py | wc -l"]
 

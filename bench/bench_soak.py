@@ -34,14 +34,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from team.agents.runtime import Runtime
+from team.agents.runtime.supervisor import Runtime
 from team.backends.post import send
 from team.cli.demo import seed_project
-from team.config import render_config
-from team.events import DeliveryEvent, FanoutSink, SqliteEventLog
+from team.core.events import DeliveryEvent, FanoutSink, SqliteEventLog
 from team.llm.sim import SimModel
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 SUBJECTS = [
     "Review src/inventory.py and list its functions",
@@ -270,6 +270,7 @@ def report(marks: Checkpoints, sent: int, done_tasks: int, ws: Workspace) -> Non
         f"{'sim ms':>7} {'context':>8} {'calls/s':>8} {'RSS MiB':>8} {'x first':>8} "
         f"{'py heap':>8} {'sim cache':>10}"
     )
+
     def heap(r: dict) -> str:  # no pymalloc blocks to count under PYTHONMALLOC=malloc
         return f"{r['blocks'] / first['blocks']:.2f}" if first["blocks"] else "-"
 

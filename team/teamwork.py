@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from team.backends import post
-from team.config import TeamConfig
-from team.errors import UserError
-from team.events import EventSink
+from team.core.errors import UserError
+from team.core.events import EventSink
 from team.mailbox.message import MailMessage
 from team.tasks import Board, Task, wording
-from team.workspace import USER, Workspace
+from team.workspace.config import TeamConfig
+from team.workspace.places import USER, Workspace
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ def run_team(
 def write_team(root: Path, agents: str = "alice:coder,bob:tester", model: str = "sim") -> Path:
     """The team.toml `team init --agents AGENTS` writes (tests/test_init_cli.py runs the
     command itself), without a process: most tests only need a team to exist."""
-    from team.config import render_config
+    from team.workspace.config import render_config
 
     pairs = [tuple(a.split(":")) for a in agents.split(",")]
     root.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ def send_mail(root: Path, to: str, text: str, sender: str = "user") -> None:
     """What `team send` does, in process (tests/test_mailbox_cli.py runs the command): for
     tests about something else, where a process per message only costs time."""
     from team.backends.post import send
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
     ws = Workspace.at(root)
     send(ws, ws.load_config(), to, text, sender=sender)
@@ -66,7 +66,7 @@ def add_task(root: Path, text: str, owner: str | None = None, blocked_by=()) -> 
     makes (tests/test_tasks_cli.py runs the command itself)."""
     from team.backends.base import open_backend
     from team.teamwork import Teamwork
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
     ws = Workspace.at(root)
     config = ws.load_config()

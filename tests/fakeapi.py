@@ -2,7 +2,7 @@
 
 `FakeMessagesAPI` is a real HTTP server on 127.0.0.1 (the SDK runs on httpx2, so only a
 real socket intercepts it). It validates every POST /v1/messages on the raw JSON,
-independently of `team.conversation`, so it checks our client rather than echoing it,
+independently of `team.core.conversation`, so it checks our client rather than echoing it,
 answers valid requests through a `responder`, simulates the prompt cache per block
 (`fakeapi_cache`: lookback, per-model minimum, TTL),
 can inject failures (429/529/500, and 401/403/404 with `fail_next`), and with

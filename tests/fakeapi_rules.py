@@ -1,6 +1,6 @@
 """What the Messages API rejects, checked on the raw JSON (the cache is in fakeapi_cache).
 
-Written from the API's documented rules, independently of `team.conversation`, so the fake
+Written from the API's documented rules, independently of `team.core.conversation`, so the fake
 server checks our client instead of agreeing with it by construction.
 """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 def tool_round(i: int, name: str = "bash", output: str | None = None, *, text: str | None = None):

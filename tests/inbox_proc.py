@@ -24,7 +24,7 @@ from pathlib import Path
 from tiers import Tier
 
 from team.agents.build import Parts, build_agent
-from team.events import MemorySink
+from team.core.events import MemorySink
 from team.llm.scripted import ScriptedModel
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import PollingWaker

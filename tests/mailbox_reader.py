@@ -19,13 +19,13 @@ import sys
 
 from team.agents.build import Parts, build_agent
 from team.backends.base import FilesBackend
-from team.config import parse_config
-from team.events import MemorySink
+from team.core.events import MemorySink
 from team.llm.scripted import ScriptedModel
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import PollingWaker
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 
 class DyingMailbox:

@@ -17,13 +17,13 @@ import threading
 import time
 from typing import Any
 
-from team.agents.identity import agent_facts, system_prompt
-from team.conversation import Message
+from team.agents.words.identity import agent_facts, system_prompt
+from team.core.conversation import Message
 from team.llm.base import AgentFacts, ModelRequest, ToolSpec
 from team.llm.sim import SimModel
 from team.mailbox.message import parse_prompts
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.places import Workspace
 
 _SIM = SimModel()
 _LOCK = threading.Lock()

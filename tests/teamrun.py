@@ -13,11 +13,11 @@ from pathlib import Path
 from conftest import add_task
 
 from team.cli.demo import AGENTS, seed_project
-from team.config import render_config
-from team.conversation import Message
+from team.core.conversation import Message
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 
 def make_workspace(

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from team.agents.activity import Activity, spent_so_far
-from team.agents.console import status_table
-from team.events import AgentEvent, CompactionEvent, DeliveryEvent, ModelCallEvent, SqliteEventLog
+from team.agents.console.activity import Activity, spent_so_far
+from team.agents.console.printer import status_table
+from team.core.events import (
+    AgentEvent,
+    CompactionEvent,
+    DeliveryEvent,
+    ModelCallEvent,
+    SqliteEventLog,
+)
 from team.llm.prices import dollars
 
 MODEL = "claude-sonnet-4-5"

@@ -7,19 +7,19 @@ import time
 
 import pytest
 
-from team.agents.runtime import Runtime
-from team.agents.session import SessionLog
+from team.agents.runtime.supervisor import Runtime
+from team.agents.session.log import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
-from team.config import render_config
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
-from team.events import AgentEvent, MemorySink
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, validate
+from team.core.events import AgentEvent, MemorySink
 from team.llm.base import ModelError
 from team.llm.scripted import ScriptedModel, reply
 from team.llm.sim import SimModel
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 
 def workspace(tmp_path) -> Workspace:
@@ -274,7 +274,7 @@ def test_mail_read_with_read_inbox_is_new_in_the_next_facts(tmp_path):
 def test_mail_recorded_before_a_crash_is_not_taken_twice_after_a_long_run(tmp_path, monkeypatch):
     """The seen-ids window covers the newest mail turns only (memory flat over hours),
     and still drops the mail a crash left recorded but not marked done."""
-    monkeypatch.setattr("team.agents.session.SEEN_TURNS", 3)
+    monkeypatch.setattr("team.agents.session.log.SEEN_TURNS", 3)
     ws = workspace(tmp_path)
     early = []
     for i in range(6):  # six mail turns, twice the window

@@ -9,8 +9,8 @@ import time
 import pytest
 from fakeapi import FakeMessagesAPI, ScriptedResponder
 
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user
-from team.errors import UserError
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user
+from team.core.errors import UserError
 from team.llm import make_model
 from team.llm.anthropic_model import AnthropicModel
 from team.llm.base import ModelError, ModelRequest, ToolSpec

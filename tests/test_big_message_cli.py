@@ -12,7 +12,7 @@ import sys
 from conftest import run_team
 from teamrun import make_workspace, wait_for
 
-from team.agents.lock import TeamLock
+from team.agents.runtime.lock import TeamLock
 
 SIZE = 10 << 20
 

@@ -19,13 +19,13 @@ from fakeapi_cache import LOOKBACK, blocks_of, prefix_tokens
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from team.events import MemorySink
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.events import MemorySink
 from team.llm.anthropic_model import AnthropicModel
 from team.llm.anthropic_request import request_params
 from team.llm.base import ModelRequest, ToolSpec
 from team.llm.sim import SimModel, cache_pieces
+from team.workspace.config import CompactionConfig
 
 SYSTEM = "You are 'alice', a coder on team demo. " + "Follow the house rules. " * 220
 TOOLS = [ToolSpec("bash", "Run a shell command.", {"type": "object", "properties": {}})]

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_team
 from teamrun import IDLE_GRACE, assign, make_workspace
 
-from team.config import render_config
+from team.workspace.config import render_config
 
 
 def _calls(db: Path) -> list[dict]:

@@ -7,8 +7,7 @@ from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.micro import MicroCompactor
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig
-from team.conversation import (
+from team.core.conversation import (
     Message,
     TextBlock,
     ToolResultBlock,
@@ -16,8 +15,9 @@ from team.conversation import (
     append_user,
     validate,
 )
-from team.events import MemorySink
+from team.core.events import MemorySink
 from team.llm.scripted import ScriptedModel, reply
+from team.workspace.config import CompactionConfig
 
 TOOLS = ["bash", "read_file", "write_file", "send_message", "compact"]
 

@@ -7,11 +7,11 @@ from helpers import conversation, tool_round
 from team.compaction.compactor import MAX_FAILURES, Compactor
 from team.compaction.history import History
 from team.compaction.transcripts import TranscriptStore, read_transcript
-from team.config import CompactionConfig
-from team.conversation import Message, ToolResultBlock, validate
-from team.events import AgentEvent, CompactionEvent, MemorySink
+from team.core.conversation import Message, ToolResultBlock, validate
+from team.core.events import AgentEvent, CompactionEvent, MemorySink
 from team.llm.base import ModelError, Usage
 from team.llm.scripted import ScriptedModel, reply
+from team.workspace.config import CompactionConfig
 
 IDENTITY = (
     "<identity>You are 'alice', role: coder, team: demo. Teammates: bob (tester). "

@@ -1,8 +1,8 @@
 import pytest
 from conftest import run_team
 
-from team.config import CompactionConfig, ConfigError, parse_config, render_config
-from team.workspace import Workspace
+from team.workspace.config import CompactionConfig, ConfigError, parse_config, render_config
+from team.workspace.places import Workspace
 
 GOOD_AGENTS = '[[agents]]\nname = "alice"\nrole = "coder"\n'
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from team.conversation import (
+from team.core.conversation import (
     InvalidConversation,
     Message,
     TextBlock,

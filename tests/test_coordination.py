@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import add_task, run_team
 
-from team.agents.tools import Toolbox, ToolResult
-from team.config import parse_config
+from team.agents.tools.toolbox import Toolbox, ToolResult
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 TOML = """\
 [team]
@@ -161,7 +161,7 @@ def test_without_a_lead_nobody_is_notified(tmp_path: Path) -> None:
 
 
 def test_lead_must_be_an_agent() -> None:
-    from team.config import ConfigError
+    from team.workspace.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"team\.lead: 'zed' is not an agent"):
         parse_config({"team": {"lead": "zed"}, "agents": [{"name": "a", "role": "r"}]})

@@ -26,7 +26,7 @@ from teamrun import (
     wait_for,
 )
 
-from team.agents.lock import TeamLock
+from team.agents.runtime.lock import TeamLock
 from team.tasks import TaskBoard
 
 NAMES = ["alice", "bob", "carol"]

@@ -18,7 +18,7 @@ from teamrun import session_records, start_up
 
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.places import Workspace
 
 pytestmark = pytest.mark.slow
 

@@ -78,7 +78,7 @@ def test_cache_aware_micro_writes_less_cache_than_the_reference(recorded) -> Non
 
 def test_the_table_agrees_with_team_stats(recorded) -> None:
     from team.study.stats import stats
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
     table, runs = recorded
     first, *rest = table["outcomes"]

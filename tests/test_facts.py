@@ -1,4 +1,4 @@
-"""Paths and task ids in real text (team.facts), and linear work on huge single tokens."""
+"""Paths and task ids in real text (team.core.facts), and linear work on huge single tokens."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from team.compaction.retention import retention
-from team.facts import MAX_PATH, iter_paths, paths, task_ids
+from team.core.facts import MAX_PATH, iter_paths, paths, task_ids
 
 
 def test_tags_and_switches_are_not_paths_and_windows_paths_are():

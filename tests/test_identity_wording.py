@@ -1,7 +1,7 @@
 """The identity prose has one writer: reword it there and the simulator, replay and the
 experiment still work, because they read the agent's facts, never the words.
 
-`team.agents.identity.WORDING` is the one place the words of the system prompt's
+`team.agents.words.identity.WORDING` is the one place the words of the system prompt's
 identity lines and of the identity block live; every test here swaps it for different
 words and drives the real runtime (the demo team, lead and goal included), `team
 experiment`'s library function and a replay of the recorded run.
@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from team.agents import identity
-from team.agents.identity import Wording
-from team.agents.runtime import Runtime
+from team.agents.runtime.supervisor import Runtime
+from team.agents.words import identity
+from team.agents.words.identity import Wording
 from team.cli.demo import TASKS, prepare_demo
-from team.events import SqliteEventLog
+from team.core.events import SqliteEventLog
 from team.llm.sim import SimModel
 from team.study.experiment import render, replay_experiment, run_experiment, strategy
 from team.study.workload import Workload

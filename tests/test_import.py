@@ -9,7 +9,7 @@ import sessionlogs as S
 from conftest import run_team
 from fakeapi import FakeMessagesAPI, text_responder
 
-from team.conversation import ToolResultBlock, ToolUseBlock, validate
+from team.core.conversation import ToolResultBlock, ToolUseBlock, validate
 from team.sessions import LogError, read_session
 from team.sessions.study import replay_log, strategies_from
 

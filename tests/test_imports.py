@@ -112,7 +112,7 @@ def test_the_check_sees_a_cycle_even_through_a_lazy_import(tmp_path):
 
 def packages(g: dict[str, set[str]]) -> dict[str, set[str]]:
     """The module graph folded to packages: `team.mailbox.maildir` counts as `team.mailbox`
-    (a module at the top, such as `team.config`, is a package of its own)."""
+    (a module at the top, such as `team.workspace.config`, is a package of its own)."""
 
     def top(module: str) -> str:
         return ".".join(module.split(".")[:2])

@@ -19,7 +19,7 @@ import pytest
 from journal import JsonlJournal, drain
 from tiers import Tier
 
-from team.agents.session import read_records
+from team.agents.session.log import read_records
 from team.compaction.records import UserTurn
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage

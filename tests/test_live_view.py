@@ -17,8 +17,8 @@ from pathlib import Path
 
 from conftest import run_team, write_team
 
-from team.agents.live import LiveFeed, LiveView
-from team.events import AgentEvent, CompactionEvent, DeliveryEvent
+from team.agents.console.live import LiveFeed, LiveView
+from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent
 
 CSI = re.compile(r"\x1b\[([?0-9;]*)([A-Za-z])")
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import run_team, write_team
 
 from team.compaction.transcripts import TranscriptStore
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 BIG = "line of build output\n" * 200  # 4,200 characters
 

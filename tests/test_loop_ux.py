@@ -9,16 +9,16 @@ import time
 
 from conftest import add_task, run_team
 
-from team.agents.activity import Activity
-from team.agents.runtime import Runtime
-from team.config import render_config
-from team.conversation import ToolUseBlock
-from team.events import FanoutSink, MemorySink
+from team.agents.console.activity import Activity
+from team.agents.runtime.supervisor import Runtime
+from team.core.conversation import ToolUseBlock
+from team.core.events import FanoutSink, MemorySink
 from team.llm.base import Usage
 from team.llm.scripted import ScriptedModel, reply
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 
 def workspace(tmp_path, extra: str = "") -> Workspace:
@@ -131,7 +131,7 @@ def test_team_budget_through_team_up_and_status(tmp_path):
 
 
 def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
-    from team.agents.tools import Toolbox
+    from team.agents.tools.toolbox import Toolbox
     from team.tasks import TaskBoard
 
     ws = workspace(tmp_path)

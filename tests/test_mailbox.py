@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 from journal import JsonlJournal, drain
 
-from team.agents.session import read_records
+from team.agents.session.log import read_records
 from team.backends import post
 from team.compaction.records import UserTurn
-from team.config import parse_config
-from team.errors import UserError
-from team.events import DeliveryEvent, MemorySink
+from team.core.errors import UserError
+from team.core.events import DeliveryEvent, MemorySink
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
 from team.mailbox.waker import PollingWaker, WatchfilesWaker, make_waker, wait_for_mail
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 HERE = Path(__file__).parent
 WRITER = HERE / "mailbox_writer.py"
@@ -210,9 +210,7 @@ def deliver_later(box: MaildirMailbox, delay: float) -> threading.Thread:
 
 
 @pytest.mark.parametrize("force_polling", [False, True], ids=["native", "stat-polling"])
-def test_waker_wakes_on_a_delivery(
-    box: MaildirMailbox, force_polling: bool
-) -> None:
+def test_waker_wakes_on_a_delivery(box: MaildirMailbox, force_polling: bool) -> None:
     stop = threading.Event()
     waker = WatchfilesWaker([box.new_dir], stop, force_polling=force_polling)
     try:

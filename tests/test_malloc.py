@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from team.agents.malloc import glibc
+from team.agents.runtime.malloc import glibc
 
 pytestmark = pytest.mark.skipif(not glibc(), reason="glibc only")
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not glibc(), reason="glibc only")
 # (given back the moment it is freed) or a place in a heap (kept)?
 PROBE = """
 import ctypes, sys
-from team.agents.malloc import keep_large_blocks_mapped
+from team.agents.runtime.malloc import keep_large_blocks_mapped
 FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
 class Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in FIELDS.split()]

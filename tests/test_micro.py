@@ -3,8 +3,8 @@ import copy
 from helpers import conversation, tool_round
 
 from team.compaction.micro import CallCost, MicroCompactor
-from team.config import CompactionConfig
-from team.conversation import Message, ToolResultBlock, ToolUseBlock, validate
+from team.core.conversation import Message, ToolResultBlock, ToolUseBlock, validate
+from team.workspace.config import CompactionConfig
 
 
 def results(view):

@@ -11,7 +11,7 @@ import socket
 import pytest
 from fakeapi import FakeMessagesAPI
 
-from team.conversation import Message
+from team.core.conversation import Message
 from team.llm.anthropic_model import AnthropicModel
 from team.llm.base import (
     ModelRequest,

@@ -21,11 +21,11 @@ from conftest import run_team, send_mail
 from fakeapi import FakeError, FakeMessagesAPI
 from teamrun import IDLE_GRACE, assign, events, make_workspace, session_records, wait_for
 
-from team.agents.control import team_status
-from team.config import render_config
+from team.agents.runtime.control import team_status
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 MODEL = "claude-sonnet-4-5"
 pytestmark = pytest.mark.slow

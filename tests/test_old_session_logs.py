@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import run_team
 
-from team.agents.session import SessionLog
-from team.config import render_config
-from team.workspace import Workspace
+from team.agents.session.log import SessionLog
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 OLD_LOG = Path(__file__).parent / "fixtures" / "pre_records_session.jsonl"
 

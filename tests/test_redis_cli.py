@@ -17,7 +17,7 @@ from redis_server import free_port
 
 from team.backends.redis_inbox import RedisMailbox
 from team.backends.redis_link import RedisLink
-from team.config import render_config
+from team.workspace.config import render_config
 
 
 def node(root: Path, url: str) -> Path:
@@ -81,7 +81,7 @@ def test_a_bad_or_unreachable_backend_is_one_line(
 
 
 def test_stats_merges_the_event_databases_of_several_nodes(tmp_path: Path) -> None:
-    from team.events import ModelCallEvent, SqliteEventLog
+    from team.core.events import ModelCallEvent, SqliteEventLog
 
     a, b = node(tmp_path / "a", "files"), node(tmp_path / "b", "files")
     for where, agent, calls in ((a, "alice", 2), (b, "bob", 3)):

@@ -19,13 +19,13 @@ import pytest
 from conftest import add_task, run_team
 from teamrun import wait_for
 
-from team.agents.session import read_records
+from team.agents.session.log import read_records
 from team.backends.redis_board import RedisBoard
 from team.backends.redis_inbox import RedisMailbox
 from team.backends.redis_link import RedisLink
 from team.cli.demo import seed_project
 from team.compaction.records import UserTurn
-from team.config import render_config
+from team.workspace.config import render_config
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from conftest import run_team
 from teamrun import make_workspace, wait_for
 from test_sandbox_e2e import bin_without_bwrap
 
-from team.agents.control import team_status
+from team.agents.runtime.control import team_status
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
 

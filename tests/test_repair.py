@@ -7,10 +7,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from team.agents.repair import LOST_RESULT, repair
-from team.agents.session import SessionLog
+from team.agents.session.log import SessionLog
+from team.agents.session.repair import LOST_RESULT, repair
 from team.compaction.records import AssistantTurn, UserTurn
-from team.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, problems
+from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock, problems
 from team.llm.base import Usage
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from team.events import AgentEvent, CompactionEvent, ModelCallEvent, SqliteEventLog
+from team.core.events import AgentEvent, CompactionEvent, ModelCallEvent, SqliteEventLog
 from team.llm.prices import dollars
 from team.study.report import AGENT_COLORS, _draw_context, cost_parts
 from team.study.stats import load

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from team.agents.sandbox import (
+from team.agents.tools.toolbox import Toolbox, ToolResult
+from team.core.events import AuditEvent, MemorySink
+from team.sandbox.bwrap import (
     Availability,
     Sandbox,
     SandboxError,
@@ -19,11 +21,9 @@ from team.agents.sandbox import (
     mode_for,
     preflight,
 )
-from team.agents.tools import Toolbox, ToolResult
-from team.config import parse_config
-from team.events import AuditEvent, MemorySink
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key"
 SMALL_LIMITS = "[limits]\nprocesses = 32\nmemory_mb = 200\ncpu_s = 1\nfile_mb = 1\noutput_mb = 1\n"

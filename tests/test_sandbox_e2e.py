@@ -15,8 +15,8 @@ from conftest import run_team
 from fakeapi import FakeMessagesAPI, ScriptedResponder
 from teamrun import assign, check_every_task_completed, make_workspace, start_up
 
-from team.agents.sandbox import detect
-from team.workspace import Workspace
+from team.sandbox.bwrap import detect
+from team.workspace.places import Workspace
 
 MODEL = "claude-sonnet-4-5"
 

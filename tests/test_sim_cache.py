@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from team.conversation import Message
+from team.core.conversation import Message
 from team.llm.base import ModelError, ModelRequest, Usage
 from team.llm.sim import SimModel
 from team.llm.sim_cache import CacheCharge, Piece, PromptCache, billed_input

@@ -4,7 +4,7 @@ A tiny loop in this file plays the runtime's part: it executes the sim's tool ca
 against a fake board and file store, passes the agent's facts with every request (as the
 loop does), compacts when asked (with the sim as summariser), and reminds once, so whole
 task runs can be checked without the real agent loop. The prose is rendered by the
-product's own writers (`team.agents.identity`, `MailMessage`, `team.tasks.wording`).
+product's own writers (`team.agents.words.identity`, `MailMessage`, `team.tasks.wording`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from team.agents.identity import identity_block, system_prompt
+from team.agents.words.identity import identity_block, system_prompt
 from team.compaction.summary import ask_focus
-from team.conversation import (
+from team.core.conversation import (
     Message,
     TextBlock,
     ToolResultBlock,

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from team.config import render_config
-from team.events import (
+from team.core.events import (
     AgentEvent,
     CompactionEvent,
     DeliveryEvent,
     ModelCallEvent,
     SqliteEventLog,
 )
+from team.workspace.config import render_config
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["alice", "bob", "carol"]

@@ -122,7 +122,7 @@ def test_retention_is_recorded_per_kind_for_every_summary(demo_run):
 
 
 def test_an_older_event_database_gains_the_new_columns(tmp_path):
-    from team.events import CompactionEvent, SqliteEventLog
+    from team.core.events import CompactionEvent, SqliteEventLog
 
     db = tmp_path / "events.db"
     conn = sqlite3.connect(db)

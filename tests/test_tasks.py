@@ -133,6 +133,8 @@ def test_garbage_in_the_journal_is_not_an_error(tmp_path: Path, monkeypatch) -> 
         f.write(b"\x00\x00 not an id\n")
     writer.create("b")
     assert [t.subject for t in reader.list()] == ["a", "b"]
+
+
 def _finish(board: TaskBoard, subject: str, *, by: TaskBoard | None = None) -> None:
     """A task created on `board`, claimed and completed by alice through `by`."""
     t = board.create(subject)

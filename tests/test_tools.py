@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from team.agents.tools import LOOP_TOOLS, Toolbox, ToolResult, tool_specs
-from team.config import render_config
-from team.events import DeliveryEvent, MemorySink
+from team.agents.tools.toolbox import LOOP_TOOLS, Toolbox, ToolResult, tool_specs
+from team.core.events import DeliveryEvent, MemorySink
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 REFERENCE = {
     "bash": ({"command"}, {"command"}),
@@ -88,7 +88,7 @@ def test_specs_match_the_reference_names_and_schemas() -> None:
 
 
 def test_plan_tools_only_for_who_uses_them() -> None:
-    from team.config import parse_config
+    from team.workspace.config import parse_config
 
     cfg = parse_config(
         {
@@ -356,7 +356,7 @@ def test_bash_waits_for_a_command_that_closed_its_output(ws: Workspace, box: Too
 
 
 def test_a_background_child_flooding_after_the_shell_exits_is_killed(tmp_path: Path) -> None:
-    from team.agents.shell import _run
+    from team.agents.tools.shell import _run
 
     t0 = time.monotonic()
     res = _run(["bash", "-c", "(yes & ); exit 0"], tmp_path, 30, 1000, 1 << 20, None, None)
@@ -369,7 +369,7 @@ def test_a_failure_while_watching_a_command_kills_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Unconfined (no sandbox, so no cgroup whose cleanup would kill it anyway)."""
-    from team.agents import shell
+    from team.agents.tools import shell
 
     def broken(self: object, chunk: bytes) -> None:
         raise MemoryError

@@ -22,7 +22,7 @@ from teamrun import (
     wait_for,
 )
 
-from team.agents.lock import TeamLock
+from team.agents.runtime.lock import TeamLock
 from team.mailbox.maildir import MaildirMailbox
 
 NAMES = ["alice", "bob", "carol"]

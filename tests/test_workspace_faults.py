@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from conftest import run_team
 
-from team.agents.tools import Toolbox
-from team.config import render_config
+from team.agents.tools.toolbox import Toolbox
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 AGENTS = [("alice", "coder"), ("bob", "tester")]
 IS_ROOT = os.geteuid() == 0

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import add_task, run_team
 
-from team import worktrees
-from team.agents.tools import Toolbox, ToolResult
+from team.agents.tools.toolbox import Toolbox, ToolResult
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace import worktrees
+from team.workspace.places import Workspace
 
 TOML = """\
 [team]

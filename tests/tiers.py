@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from team.backends.base import FilesBackend, RedisBackend, open_backend
-from team.config import TeamConfig, parse_config
-from team.workspace import Workspace
+from team.workspace.config import TeamConfig, parse_config
+from team.workspace.places import Workspace
 
 HERE = Path(__file__).parent
 PROC = HERE / "inbox_proc.py"

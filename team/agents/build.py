@@ -13,23 +13,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from team import worktrees
-from team.agents.identity import agent_facts, system_prompt
 from team.agents.loop import Agent
 from team.agents.replies import Tools
-from team.agents.session import SessionLog
+from team.agents.session.log import SessionLog
 from team.agents.state import Budget
-from team.agents.tools import Toolbox, tool_specs
+from team.agents.tools.toolbox import Toolbox, tool_specs
+from team.agents.words.identity import agent_facts, system_prompt
 from team.backends.base import FilesBackend
-from team.board import Board
 from team.compaction.compactor import AutoGate, Compactor
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig, TeamConfig
-from team.events import EventSink
+from team.core.events import EventSink
 from team.llm.base import Model, ToolSpec
 from team.mailbox.base import Inboxes, Waker
+from team.tasks.model import Board
 from team.teamwork import Courier, Teamwork
-from team.workspace import Workspace
+from team.workspace import worktrees
+from team.workspace.config import CompactionConfig, TeamConfig
+from team.workspace.places import Workspace
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Parts:
     poll_s: float = 0.5
     started_at: float = field(default_factory=time.time)
     budget: Budget | None = None
-    """Why an agent may spend no more (`team.agents.activity.budget_check`); None: no cap."""
+    """Why an agent may spend no more (`console.activity.budget_check`); None: no cap."""
     courier: Courier | None = None
     """How coordination notices go out (a Redis node's outbox); None: delivered at once."""
 

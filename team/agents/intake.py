@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 
-from team.agents.session import SessionLog
+from team.agents.session.log import SessionLog
 from team.compaction.records import Note
-from team.events import DeliveryEvent, EventSink
+from team.core.events import DeliveryEvent, EventSink
 from team.mailbox.base import Claim, Inboxes
 from team.mailbox.message import MailMessage
-from team.workspace import USER
+from team.workspace.places import USER
 
 
 class Intake:

@@ -11,21 +11,21 @@ import threading
 import time
 from collections.abc import Callable
 
-from team.agents import nudges, replies, user_notices
+from team.agents import replies
 from team.agents.backoff import Backoff
-from team.agents.identity import agent_facts, identity_block
 from team.agents.intake import Intake
-from team.agents.repair import load_repaired
 from team.agents.replies import Tools
-from team.agents.session import SessionLog, interrupted_results
+from team.agents.session.log import SessionLog, interrupted_results
+from team.agents.session.repair import load_repaired
 from team.agents.state import AgentFailed, AgentState, Budget, BudgetReached, Shutdown, StepFailed
-from team.board import Board
+from team.agents.words import notices as user_notices
+from team.agents.words import nudges
+from team.agents.words.identity import agent_facts, identity_block
 from team.compaction.clip import clip_messages
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
-from team.config import AgentConfig, TeamConfig
-from team.conversation import (
+from team.core.conversation import (
     Block,
     Message,
     TextBlock,
@@ -33,9 +33,9 @@ from team.conversation import (
     render_block,
     validate,
 )
-from team.errors import is_disk_error, os_error_line
-from team.events import AgentEvent, EventSink, ModelCallEvent
-from team.facts import task_ids
+from team.core.errors import is_disk_error, os_error_line
+from team.core.events import AgentEvent, EventSink, ModelCallEvent
+from team.core.facts import task_ids
 from team.llm.base import (
     AgentFacts,
     Model,
@@ -48,6 +48,8 @@ from team.llm.base import (
 )
 from team.mailbox.base import Inboxes, Waker
 from team.mailbox.message import InboxMail, unanswered_mail
+from team.tasks.model import Board
+from team.workspace.config import AgentConfig, TeamConfig
 
 log = logging.getLogger(__name__)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from team.agents import nudges
 from team.agents.intake import Intake
 from team.agents.state import AgentState
-from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.agents.words import nudges
+from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from team.mailbox.message import InboxMail
 
 
 class Tools(Protocol):
-    """Runs the tools the loop does not handle itself (`team.agents.tools.Toolbox`)."""
+    """Runs the tools the loop does not handle itself (`team.agents.tools.toolbox.Toolbox`)."""
 
     def run(self, name: str, input: dict[str, Any]) -> Any: ...
 

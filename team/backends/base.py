@@ -15,12 +15,12 @@ import socket
 import threading
 from typing import Protocol
 
-from team.backend_spec import FILES, chosen
-from team.config import ConfigError, TeamConfig
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.waker import Waker, make_waker
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.backend_spec import FILES, chosen
+from team.workspace.config import ConfigError, TeamConfig
+from team.workspace.places import Workspace
 
 
 class Backend(Protocol):

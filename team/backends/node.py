@@ -22,10 +22,10 @@ from team.backends.base import RedisBackend
 from team.backends.outbox import Outbox
 from team.backends.redis_lease import LeaseHeld, Leases
 from team.backends.redis_link import RedisLink, RedisUnavailable
-from team.config import TeamConfig
-from team.errors import UserError
-from team.events import EventSink
-from team.workspace import Workspace
+from team.core.errors import UserError
+from team.core.events import EventSink
+from team.workspace.config import TeamConfig
+from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from team.backends.post import deliver
 from team.backends.redis_link import RedisUnavailable
-from team.errors import UserError
-from team.events import EventSink
+from team.core.errors import UserError
+from team.core.events import EventSink
 from team.mailbox.base import Inboxes
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage

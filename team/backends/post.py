@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pydantic import ValidationError
 
 from team.backends.base import Backend, open_backend
-from team.config import AGENT_NAME, TeamConfig
-from team.errors import UserError
-from team.events import DeliveryEvent, EventSink
+from team.core.errors import UserError
+from team.core.events import DeliveryEvent, EventSink
 from team.mailbox.maildir import MaildirMailbox
 from team.mailbox.message import MailMessage
-from team.workspace import USER, Workspace
+from team.workspace.config import AGENT_NAME, TeamConfig
+from team.workspace.places import USER, Workspace
 
 
 def check_sender(config: TeamConfig, sender: str) -> None:

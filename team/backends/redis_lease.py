@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from team.backends.redis_link import RedisLink, RedisUnavailable
-from team.errors import UserError
+from team.core.errors import UserError
 
 log = logging.getLogger(__name__)
 

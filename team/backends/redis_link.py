@@ -25,8 +25,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from team.backend_spec import shown
-from team.errors import UserError
+from team.core.errors import UserError
+from team.workspace.backend_spec import shown
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from team.cli import (  # noqa: F401  (imported for their @app.command registrat
     tasks_cmd,
 )
 from team.cli.base import app
-from team.errors import UserError, os_error_line
+from team.core.errors import UserError, os_error_line
 
 
 def main() -> None:

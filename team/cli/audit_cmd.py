@@ -17,7 +17,7 @@ def audit(
     dir: DirOption = ".",
 ) -> None:
     """Every command and file write: agent, tool, outcome, exit code, duration, bytes."""
-    from team.audit import read_audit, render_row
+    from team.study.audit import read_audit, render_row
 
     ws = workspace(dir)
     config = ws.load_config()

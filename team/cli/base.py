@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from team.errors import UserError
+from team.core.errors import UserError
 
 if TYPE_CHECKING:
-    from team.config import TeamConfig
-    from team.events import EventSink
+    from team.core.events import EventSink
     from team.tasks import Board
     from team.teamwork import Teamwork
-    from team.workspace import Workspace
+    from team.workspace.config import TeamConfig
+    from team.workspace.places import Workspace
 
 app = typer.Typer(
     name="team",
@@ -46,7 +46,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 def workspace(path: Path) -> Workspace:
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
     return Workspace.at(path)
 
@@ -55,7 +55,7 @@ def workspace(path: Path) -> Workspace:
 def event_log(ws: Workspace) -> Iterator[EventSink | None]:
     """Record deliveries in .team/events.db (docs/design.md, "Files on disk"); a busy or
     broken db never blocks a send."""
-    from team.events import SqliteEventLog
+    from team.core.events import SqliteEventLog
 
     try:
         sink = SqliteEventLog(ws.events_db)

@@ -9,7 +9,7 @@ import typer
 
 from team.cli.base import DirOption, JsonOption, app, teamwork, workspace
 from team.cli.tasks_cmd import team_board
-from team.errors import UserError
+from team.core.errors import UserError
 
 TaskArg = Annotated[int, typer.Argument(metavar="N", help="The task whose plan it is.")]
 
@@ -79,7 +79,7 @@ def reject(
 
 
 def _review(dir, task_id: int, approve: bool, feedback: str | None) -> None:
-    from team.workspace import USER
+    from team.workspace.places import USER
 
     ws = workspace(dir)
     config = ws.load_config()
@@ -102,6 +102,6 @@ def merge(
         raise UserError(f"unknown agent {agent!r} (this team has: {', '.join(config.names())})")
     if config.team.isolation != "worktree":
         raise UserError('agents share one folder here (isolation = "shared"): nothing to merge')
-    from team import worktrees
+    from team.workspace import worktrees
 
     typer.echo(worktrees.merge(ws, agent))

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from team.cli.base import app, event_log
-from team.errors import UserError
+from team.core.errors import UserError
 
 if TYPE_CHECKING:
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
 DEMO_MARK = "demo"  # in .team/: this folder is the demo's to delete
 AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
@@ -68,9 +68,9 @@ def seed_project(root: Path) -> None:
 def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     """A fresh demo workspace: team.toml, the seed project, and the tasks on the board."""
     from team.backends.post import send
-    from team.config import render_config
     from team.tasks import TaskBoard
-    from team.workspace import Workspace
+    from team.workspace.config import render_config
+    from team.workspace.places import Workspace
 
     ws = Workspace.at(root)
     ws.root.mkdir(parents=True, exist_ok=True)
@@ -100,9 +100,9 @@ def demo(
     latency: Annotated[float, typer.Option(help="Seconds each simulated model call takes.")] = 0.3,
 ) -> None:
     """Run an offline demo team (sim model) through a few tasks, then print what happened."""
-    from team.agents.launch import RunOptions, foreground, run_error
-    from team.agents.lock import TeamLock
-    from team.workspace import Workspace
+    from team.agents.runtime.launch import RunOptions, foreground, run_error
+    from team.agents.runtime.lock import TeamLock
+    from team.workspace.places import Workspace
 
     root = dir.resolve()
     if root.exists() and any(root.iterdir()):

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from team.cli.base import JsonOption, app
-from team.errors import UserError
+from team.core.errors import UserError
 
 
 @app.command()
@@ -119,7 +119,7 @@ def _own_recording(path: Path) -> bool:
     """One of our own workspaces, or a session log inside one; not an imported workspace,
     and not a log copied elsewhere (those go through the readers, which detect it)."""
     from team.sessions.workspace import import_path
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
     if path.is_dir():
         return not import_path(Workspace.at(path)).exists()

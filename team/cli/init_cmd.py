@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from team.cli.base import DirOption, app, workspace
-from team.errors import UserError
+from team.core.errors import UserError
 
 DEFAULT_AGENTS = "alice:coder,bob:tester,carol:reviewer"
 
@@ -32,7 +32,7 @@ def init(
     dir: DirOption = ".",
 ) -> None:
     """Write a team.toml."""
-    from team.config import render_config
+    from team.workspace.config import render_config
 
     ws = workspace(dir)
     if ws.config_path.exists() and not force:
@@ -46,7 +46,7 @@ def init(
 @app.command()
 def check(dir: DirOption = ".") -> None:
     """Check team.toml and print the team it defines, and how its commands are confined."""
-    from team.agents import sandbox
+    from team.sandbox import bwrap as sandbox
 
     ws = workspace(dir)
     cfg = ws.load_config()

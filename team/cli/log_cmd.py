@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from team.cli.base import DirOption, app, workspace
-from team.errors import UserError
+from team.core.errors import UserError
 
 FOLLOW_TICK_S = 0.5
 """--follow looks for new records this often."""

@@ -23,7 +23,7 @@ from team.cli.base import (
     text_input,
     workspace,
 )
-from team.errors import UserError, os_error_line
+from team.core.errors import UserError, os_error_line
 
 if TYPE_CHECKING:
     from team.mailbox.maildir import Status

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from team.cli.base import DirOption, JsonOption, app, workspace
-from team.errors import UserError
+from team.core.errors import UserError
 
 
 @app.command()
@@ -38,7 +38,7 @@ def up(
     dir: DirOption = ".",
 ) -> None:
     """Run the team in the foreground until Ctrl-C, `team down`, or (--until-idle) idle."""
-    from team.agents.launch import RunOptions, foreground, run_error
+    from team.agents.runtime.launch import RunOptions, foreground, run_error
 
     picked = agents.split(",") if agents is not None else None
     opts = RunOptions(until_idle, model, idle_grace, timeout, sim_latency, picked)
@@ -54,7 +54,7 @@ def down(
     dir: DirOption = ".",
 ) -> None:
     """Ask a running team to stop gracefully (each agent finishes its step first)."""
-    from team.agents.control import stop_team
+    from team.agents.runtime.control import stop_team
 
     ws = workspace(dir)
     stop_team(ws, ws.load_config(), wait, say=lambda line: print(line, flush=True))
@@ -65,7 +65,7 @@ def down(
 def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     """Agents of the team here: state, what each is doing, task, context, compactions
     (auto/manual/micro), pending inbox, spend against budget, and last errors."""
-    from team.agents.control import team_status
+    from team.agents.runtime.control import team_status
 
     ws = workspace(dir)
     out = team_status(ws, ws.load_config())
@@ -74,7 +74,7 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
         return
     from rich.console import Console
 
-    from team.agents.console import status_table
+    from team.agents.console.printer import status_table
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     console = Console()

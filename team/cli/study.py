@@ -11,10 +11,10 @@ import typer
 from typer.core import TyperGroup
 
 from team.cli.base import DirOption, JsonOption, app, workspace
-from team.errors import UserError
+from team.core.errors import UserError
 
 if TYPE_CHECKING:
-    from team.workspace import Workspace
+    from team.workspace.places import Workspace
 
 
 def _console() -> Any:
@@ -48,7 +48,7 @@ def _print_table(console: Any, title: str, headers: list[str], rows: list[list[s
 
 def _team_name(ws: Workspace) -> str:
     # The title is a nicety: a report must still be drawn if team.toml is gone or broken.
-    from team.config import ConfigError
+    from team.workspace.config import ConfigError
 
     try:
         return ws.load_config().team.name
@@ -58,7 +58,7 @@ def _team_name(ws: Workspace) -> str:
 
 def _team_model(ws: Workspace) -> str:
     """The model the team runs on, to price its calls; an unknown one is marked as such."""
-    from team.config import ConfigError
+    from team.workspace.config import ConfigError
 
     try:
         return ws.load_config().team.model

@@ -17,12 +17,12 @@ from team.cli.base import (
     text_input,
     workspace,
 )
-from team.errors import UserError, os_error_line
+from team.core.errors import UserError, os_error_line
 
 if TYPE_CHECKING:
-    from team.config import TeamConfig
     from team.tasks import Board, Task
-    from team.workspace import Workspace
+    from team.workspace.config import TeamConfig
+    from team.workspace.places import Workspace
 
 task_app = typer.Typer(help="Look at one task, or cancel, reassign or reopen it.")
 app.add_typer(task_app, name="task")
@@ -182,7 +182,7 @@ def cancel(
 ) -> None:
     """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
     ws, config, board = _open(dir)
-    from team.workspace import USER
+    from team.workspace.places import USER
 
     before = board.get(task_id)
     task = board.cancel(task_id)
@@ -201,7 +201,7 @@ def reassign(
 ) -> None:
     """Give an unfinished task to another agent; it starts over, the old owner is told."""
     ws, config, board = _open(dir)
-    from team.workspace import USER
+    from team.workspace.places import USER
 
     require_worker(config, ws, agent)
     before = board.get(task_id)
@@ -221,7 +221,7 @@ def reopen(
 ) -> None:
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
     ws, config, board = _open(dir)
-    from team.workspace import USER
+    from team.workspace.places import USER
 
     task = board.reopen(task_id)
     with teamwork(ws, config, board) as tw:
@@ -237,7 +237,7 @@ def block(
 ) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
     ws, config, board = _open(dir)
-    from team.workspace import USER
+    from team.workspace.places import USER
 
     before = board.get(task_id)
     task = board.set_blocked_by(task_id, parse_ids(by))

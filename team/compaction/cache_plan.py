@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from team.conversation import Message
+from team.core.conversation import Message
 from team.llm.base import CachePoint
 from team.llm.prices import TTL_SECONDS
 

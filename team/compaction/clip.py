@@ -9,7 +9,7 @@ text scan on the hot path (the sim's reading, summaries) bounded.
 
 from __future__ import annotations
 
-from team.conversation import Block, Message, TextBlock, ToolResultBlock
+from team.core.conversation import Block, Message, TextBlock, ToolResultBlock
 
 BLOCK_CHARS = 100_000
 """~25,000 tokens: far below any context window, above the file and bash tools' caps."""

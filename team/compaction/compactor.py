@@ -23,11 +23,11 @@ from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed
 from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
-from team.config import CompactionConfig
-from team.conversation import Message, TextBlock, ToolResultBlock, render_block
-from team.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
+from team.core.conversation import Message, TextBlock, ToolResultBlock, render_block
+from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
 from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, ToolSpec, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
+from team.workspace.config import CompactionConfig
 
 log = logging.getLogger(__name__)
 

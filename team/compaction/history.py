@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from team.compaction.records import AssistantTurn, Compaction, Note, Record, UserTurn
-from team.conversation import Message, append_user
+from team.core.conversation import Message, append_user
 from team.llm.base import Usage
 
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from team.config import CompactionConfig
-from team.conversation import Message, ToolResultBlock
+from team.core.conversation import Message, ToolResultBlock
 from team.llm.base import chars_to_tokens
 from team.llm.prices import READ, write_multiplier
+from team.workspace.config import CompactionConfig
 
 BlockRef = tuple[int, int]  # (message index, block index)
 WASTE_SHARE = 0.5  # clear once the wasted reads reach this share of the rewrite

@@ -1,7 +1,7 @@
 """The records an agent's conversation is made of: one line each in its session log.
 
 An agent's conversation changes only by these records. They are appended to
-`.team/agents/<agent>/session.jsonl` (see `team.agents.session`) and folded into a
+`.team/agents/<agent>/session.jsonl` (see `team.agents.session.log`) and folded into a
 `History` by `History.apply`, the same fold live, at resume and in replay. The format
 is part of the contract: docs/design.md, "The session log".
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from team.conversation import Block, Message, block_from_dict
+from team.core.conversation import Block, Message, block_from_dict
 from team.llm.base import Usage
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from team import facts as _facts
+from team.core import facts as _facts
 
 KINDS = ("task_ids", "names", "paths")
 
@@ -38,7 +38,7 @@ class Retention:
 
 
 def task_ids(text: str) -> set[str]:
-    """Task ids `text` names, in their decimal form ("task 007" -> "7"); see team.facts."""
+    """Task ids `text` names, in their decimal form ("task 007" -> "7"); see team.core.facts."""
     return {str(n) for n in _facts.task_ids(text)}
 
 
@@ -52,7 +52,7 @@ def names(text: str, teammates: Iterable[str]) -> set[str]:
 
 
 def paths(text: str) -> set[str]:
-    """File paths in `text`, normalised ("./src/a.py." is "src/a.py"); see team.facts."""
+    """File paths in `text`, normalised ("./src/a.py." is "src/a.py"); see team.core.facts."""
     return _facts.paths(text)
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable
 
 from team.compaction.clip import clip_messages
-from team.conversation import Message, TextBlock, ToolResultBlock, render_block
+from team.core.conversation import Message, TextBlock, ToolResultBlock, render_block
 from team.llm.base import (
     CHARS_PER_TOKEN,
     AgentFacts,

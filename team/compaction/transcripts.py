@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from team.conversation import Message
+from team.core.conversation import Message
 
 _NAME = re.compile(r"^(?P<seq>\d+)-(?P<utc>.+)-(?P<layer>[A-Za-z]+)\.jsonl$")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import anthropic
 
-from team.conversation import Block, TextBlock, ToolUseBlock
-from team.errors import UserError
+from team.core.conversation import Block, TextBlock, ToolUseBlock
+from team.core.errors import UserError
 from team.llm.anthropic_request import request_params
 from team.llm.base import (
     ModelError,

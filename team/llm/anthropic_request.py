@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from team.conversation import to_api
+from team.core.conversation import to_api
 from team.llm.base import ModelRequest, cache_block
 
 MAX_BREAKPOINTS = 4  # the API rejects a request with more cache_control blocks than this

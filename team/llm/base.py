@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from team.conversation import Block, Message
+from team.core.conversation import Block, Message
 
 if TYPE_CHECKING:
     from team.mailbox.message import InboxMail
@@ -81,7 +81,7 @@ class AgentFacts:
     """What the agent's prompts tell the model, as data (docs/design.md, "What the model sees").
 
     The system prompt and the identity block are rendered from these facts
-    (`team.agents.identity`), and a model that is code (the simulator) reads them here
+    (`team.agents.words.identity`), and a model that is code (the simulator) reads them here
     instead of parsing that prose back, the way pydantic-ai's `FunctionModel` gets its
     `AgentInfo`. `tasks` are the open tasks the agent owns that are not blocked (a task
     whose plan waits for review included); `new_mail` the inbox messages that arrived

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from team.conversation import Block, TextBlock, ToolUseBlock
+from team.core.conversation import Block, TextBlock, ToolUseBlock
 from team.llm.base import ModelError, ModelRequest, ModelResponse, Usage
 
 Reply = ModelResponse | Exception | Callable[[ModelRequest], ModelResponse]

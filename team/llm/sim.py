@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from team.conversation import Block, InvalidConversation, TextBlock, ToolUseBlock, validate
+from team.core.conversation import Block, InvalidConversation, TextBlock, ToolUseBlock, validate
 from team.llm.base import (
     ModelError,
     ModelRequest,

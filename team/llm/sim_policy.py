@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from team.conversation import ToolUseBlock
+from team.core.conversation import ToolUseBlock
 from team.llm.base import ModelRequest
 from team.llm.sim_lead import lead_step, plan_gate
 from team.llm.sim_reading import (

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from team.conversation import ToolResultBlock, ToolUseBlock
+from team.core.conversation import ToolResultBlock, ToolUseBlock
 from team.llm.base import ModelRequest
 from team.mailbox.message import InboxMail, parse_prompts
 from team.tasks.wording import parse_claimed

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from team.conversation import Message, render_block
-from team.facts import iter_paths, task_ids
+from team.core.conversation import Message, render_block
+from team.core.facts import iter_paths, task_ids
 from team.llm.base import AgentFacts
 from team.llm.sim_reading import BOARD_CHECK, SUMMARY_HEAD, progress
 from team.mailbox.message import InboxMail, parse_prompts
@@ -173,7 +173,7 @@ def _prose(line: str) -> bool:
 
 
 def _paths(text: str, words: list[str]) -> list[str]:
-    """File paths (`team.facts`), focus matches first, then the most mentioned."""
+    """File paths (`team.core.facts`), focus matches first, then the most mentioned."""
     counts = Counter(iter_paths(text))
     return sorted(counts, key=lambda p: (not _matches(p, words), -counts[p]))
 
@@ -210,7 +210,7 @@ def _word_char(c: str) -> bool:
 def _tasks(
     text: str, mails: list[InboxMail], facts: AgentFacts | None, claimed: dict[int, str]
 ) -> dict[int, str]:
-    """Every task id in the text (`team.facts`), with a subject where one is known."""
+    """Every task id in the text (`team.core.facts`), with a subject where one is known."""
     tasks: dict[int, str] = dict.fromkeys(task_ids(text), "")
     for t, subject in [*(facts.tasks if facts else ()), *claimed.items()]:
         tasks[t] = tasks.get(t) or subject[:80]

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from team.conversation import Message, TextBlock, ToolResultBlock
+from team.core.conversation import Message, TextBlock, ToolResultBlock
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from team.errors import UserError
+from team.core.errors import UserError
 from team.mailbox.base import Mailbox, Waker
 from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
-from team.workspace import USER
+from team.workspace.places import USER
 
 FOLLOW_TICK_S = 1.0
 """A follow rescans at least this often, in case a wake-up was lost."""

@@ -17,7 +17,7 @@ import struct
 from collections import Counter
 from typing import Any
 
-from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import CHARS_PER_TOKEN  # a placeholder's weight: the replay's estimate
 
 IMAGE_MAX_TOKENS = 1600

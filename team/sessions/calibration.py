@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from team.conversation import (
+from team.core.conversation import (
     Block,
     InvalidConversation,
     Message,

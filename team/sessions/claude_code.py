@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from team.conversation import ToolResultBlock, ToolUseBlock
+from team.core.conversation import ToolResultBlock, ToolUseBlock
 from team.sessions.blocks import anthropic_blocks, name_results
 from team.sessions.model import (
     AgentLog,

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from team.sessions.blocks import image_text, name_results, thinking_text, tool_name
 from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
 from team.sessions.source import as_int, epoch

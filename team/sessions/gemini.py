@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from team.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from team.sessions.blocks import name_results, thinking_text, tool_name
 from team.sessions.model import AgentLog, ImportReport, LogError, RecordedUsage, Session, Turn
 from team.sessions.source import as_int, epoch

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from team.conversation import Block, Message, Role
-from team.errors import UserError
+from team.core.conversation import Block, Message, Role
+from team.core.errors import UserError
 
 
 class LogError(UserError):

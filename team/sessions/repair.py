@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from team.conversation import TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import TextBlock, ToolResultBlock, ToolUseBlock
 from team.sessions.model import AgentLog, LogError, Session, Turn
 
 NO_RESULT = "(no result was recorded for this call)"

@@ -17,9 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from team.config import CompactionConfig
-from team.conversation import ToolResultBlock
-from team.errors import UserError
+from team.core.conversation import ToolResultBlock
+from team.core.errors import UserError
 from team.llm.base import Model
 from team.sessions.calibration import (
     AgentCalibration,
@@ -34,7 +33,8 @@ from team.sessions.workspace import read_import, write_workspace
 from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
 from team.study.outcome import Outcome
 from team.study.stats import load
-from team.workspace import Workspace
+from team.workspace.config import CompactionConfig
+from team.workspace.places import Workspace
 
 RECORDED = "recorded"
 

@@ -15,13 +15,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from team.agents.session import SessionLog
+from team.agents.session.log import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
-from team.config import render_config
-from team.errors import UserError
+from team.core.errors import UserError
 from team.llm.base import Usage
 from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
-from team.workspace import Workspace
+from team.workspace.config import render_config
+from team.workspace.places import Workspace
 
 IMPORT_FILE = "import.json"
 
@@ -70,7 +70,7 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
 def _events(session: Session, ws: Workspace) -> None:
     """The recorded calls and compactions as events, so `team stats` and `team report`
     show the recorded session itself (at the recorded times)."""
-    from team.events import CompactionEvent, ModelCallEvent, SqliteEventLog
+    from team.core.events import CompactionEvent, ModelCallEvent, SqliteEventLog
 
     events = SqliteEventLog(ws.events_db)
     try:

@@ -24,8 +24,7 @@ from typing import Any
 
 from team.compaction.micro import MicroCompactor, placeholder
 from team.compaction.transcripts import transcript_lines
-from team.config import CompactionConfig
-from team.conversation import (
+from team.core.conversation import (
     Message,
     TextBlock,
     ToolResultBlock,
@@ -33,6 +32,7 @@ from team.conversation import (
     append_user,
     block_from_dict,
 )
+from team.workspace.config import CompactionConfig
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from team.errors import UserError
+from team.core.errors import UserError
 from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
 from team.study.workload import Workload, prepare
@@ -166,7 +166,7 @@ def run_strategy(
     Raises:
         UserError: the team was not idle within `timeout` seconds.
     """
-    from team.agents.launch import TeamRun
+    from team.agents.runtime.launch import TeamRun
     from team.llm.sim import SimModel
 
     start = time.monotonic()

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from team.agents.session import read_records
+from team.agents.session.log import read_records
 from team.compaction.records import UserTurn
-from team.conversation import ToolResultBlock
+from team.core.conversation import ToolResultBlock
 from team.study.stats import Rows, compute, context_tokens
-from team.workspace import Workspace
+from team.workspace.places import Workspace
 
 
 @dataclass

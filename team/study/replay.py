@@ -1,6 +1,6 @@
 """Replay a recorded session log under another compaction strategy.
 
-A session log (`.team/agents/<agent>/session.jsonl`, see `team.agents.session`) holds
+A session log (`.team/agents/<agent>/session.jsonl`, see `team.agents.session.log`) holds
 everything an agent saw and said: user records (inbox messages, reminders, tool results)
 and assistant records (the model's replies). Replay feeds the same records through the
 real `Agent.step` and `Compactor` under the strategy being studied:
@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from team.agents.build import Parts, build_agent
-from team.agents.session import SessionLogError, read_records
+from team.agents.session.log import SessionLogError, read_records
 from team.agents.state import StepFailed
-from team.agents.tools import ToolResult
+from team.agents.tools.toolbox import ToolResult
 from team.compaction.records import AssistantTurn, Record, UserTurn
-from team.config import CompactionConfig, ConfigError, TeamConfig, parse_config
-from team.conversation import Block, Message, TextBlock, ToolResultBlock
-from team.errors import UserError
-from team.events import EventSink
+from team.core.conversation import Block, Message, TextBlock, ToolResultBlock
+from team.core.errors import UserError
+from team.core.events import EventSink
 from team.llm.base import ModelError, ModelRequest
 from team.llm.sim import SimModel
 from team.mailbox.message import parse_prompts
@@ -47,7 +46,8 @@ from team.mailbox.waker import PollingWaker
 from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
 from team.tasks.wording import parse_claimed, parse_completed
-from team.workspace import Workspace
+from team.workspace.config import CompactionConfig, ConfigError, TeamConfig, parse_config
+from team.workspace.places import Workspace
 
 
 class ReplayError(UserError):
@@ -277,7 +277,7 @@ def replay_strategy(
     `model` answers with the recorded replies (a fresh `ReplayModel` by default; an
     imported log's replay passes a calibrated one, see team.sessions.calibration).
     """
-    from team.events import SqliteEventLog
+    from team.core.events import SqliteEventLog
 
     ws = Workspace.at(root)
     ws.team_dir.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from team.errors import UserError
+from team.core.errors import UserError
 from team.llm import prices
 from team.study.stats import (
     LAYERS,

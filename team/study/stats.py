@@ -2,7 +2,7 @@
 
 The database is opened read-only, so stats can be taken while a team is running (WAL
 readers never block the writer) and a typo'd `--dir` never leaves an empty database behind.
-The tables are those `team.events.schema_sql` makes from the event dataclasses.
+The tables are those `team.core.events.schema_sql` makes from the event dataclasses.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from team.errors import UserError
+from team.core.errors import UserError
 from team.llm import prices
 
 LAYERS = ("micro", "auto", "manual")

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from team.compaction.transcripts import parse_name
-from team.errors import UserError
-from team.workspace import Workspace
+from team.core.errors import UserError
+from team.workspace.places import Workspace
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from team.backends.post import send
-from team.config import parse_config
 from team.tasks import TaskBoard
-from team.workspace import Workspace
+from team.workspace.config import parse_config
+from team.workspace.places import Workspace
 
 PROFILES = (
     ("reader", "researcher", "Reads long design documents and summarises them."),

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from team.errors import UserError
+from team.core.errors import UserError
 
 TaskStatus = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 """`blocked` is derived, never stored: a pending task whose blockers are not all completed."""

@@ -1,6 +1,6 @@
 """What the board tools tell the agent about a task, and the one reader of each line.
 
-`team.agents.task_tools` (and the loop, for a task it claims itself) write these lines
+`team.agents.tools.task_tools` (and the loop, for a task it claims itself) write these lines
 into tool results the model reads; the simulator and replay read the task id back from
 them. Writer and reader live together so a change of wording changes both.
 """
@@ -75,8 +75,7 @@ def plan_answer(task_id: int, approved: bool, feedback: str | None) -> str:
         note = f" Note: {feedback}" if feedback else ""
         return f"Your plan for task #{task_id} is approved: go ahead.{note}"
     return (
-        f"Your plan for task #{task_id} is rejected: {feedback}\n"
-        "Revise it and submit_plan again."
+        f"Your plan for task #{task_id} is rejected: {feedback}\nRevise it and submit_plan again."
     )
 
 

@@ -1,6 +1,6 @@
 """The `bash` tool: one command in the workspace, with a timeout and an output cap.
 
-With a `Sandbox` (team.agents.sandbox) the command runs under bubblewrap and per-command
+With a `Sandbox` (team.sandbox.bwrap) the command runs under bubblewrap and per-command
 limits; without one it runs as the user, with the user's rights. Either way it does not
 get the team's API keys (see `scrubbed_env`), and it runs in its own process group so
 that a timeout or a stop kills everything it started, not just the shell.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from team.agents.sandbox import Sandbox
+    from team.sandbox.bwrap import Sandbox
 
 # Substrings that mark a variable as a secret. Broad on purpose: a lost PATH-like
 # variable costs a command a retry, a leaked key costs the user money.

@@ -1,6 +1,6 @@
 """The audit trail: every command and file write the agents made, read from the events.
 
-The rows are `AuditEvent`s (team.events) in `.team/events.db`; `team audit` prints them.
+The rows are `AuditEvent`s (team.core.events) in `.team/events.db`; `team audit` prints them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from team.errors import UserError
-from team.events import AuditEvent
+from team.core.errors import UserError
+from team.core.events import AuditEvent
 
 
 def read_audit(db: Path, agent: str | None = None) -> list[dict[str, Any]]:

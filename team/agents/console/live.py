@@ -13,8 +13,8 @@ import time
 from collections import deque
 from typing import Any
 
-from team.agents.console import EventPrinter, status_table
-from team.events import Event
+from team.agents.console.printer import EventPrinter, status_table
+from team.core.events import Event
 
 FEED_BACKLOG = 1000
 """Lines kept between two ticks; a burst beyond that drops the oldest (counted)."""

@@ -13,7 +13,7 @@ import logging
 import traceback
 from pathlib import Path
 
-from team.events import AgentEvent, EventSink
+from team.core.events import AgentEvent, EventSink
 
 AGENT_THREAD = "agent-"  # the runtime names each agent's thread agent-<name>
 

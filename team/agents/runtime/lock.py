@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from team.errors import UserError
+from team.core.errors import UserError
 
 ACQUIRE_GRACE_S = 1.0
 

@@ -4,7 +4,7 @@ Every path is resolved (symlinks followed) before it is checked, so `link -> /et
 `../x` cannot lead out of the writable root, `link -> .team` cannot lead into the
 folders the agents must never write (`.team/`, `.transcripts/`), and nothing under a
 `deny_read` path is read or written. The `Scope` is the one the sandbox gives `bash`
-(team.agents.sandbox), so the file tools and a sandboxed command agree.
+(team.sandbox.bwrap), so the file tools and a sandboxed command agree.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import stat
 import uuid
 from pathlib import Path
 
-from team.agents.sandbox import Scope
-from team.errors import UserError
+from team.core.errors import UserError
+from team.sandbox.bwrap import Scope
 
 
 class PathError(UserError):

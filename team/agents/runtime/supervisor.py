@@ -5,7 +5,7 @@ Stopping goes through the inboxes: Ctrl-C, SIGTERM and `team down` all deliver a
 its thread ends; once every thread has ended the runtime returns. A crashed agent
 thread is restarted from its session log with a growing backoff. With a `ConfigWatch`,
 agents added to team.toml while the team runs are started and removed ones stopped
-after their step (team.agents.reload).
+after their step (team.agents.runtime.reload).
 """
 
 from __future__ import annotations
@@ -18,23 +18,23 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from team.agents.activity import Activity, budget_check
 from team.agents.build import Parts, build_agent
-from team.agents.lock import TeamLock
+from team.agents.console.activity import Activity, budget_check
 from team.agents.loop import Agent
-from team.agents.malloc import keep_large_blocks_mapped
-from team.agents.reload import ConfigWatch
+from team.agents.runtime.lock import TeamLock
+from team.agents.runtime.malloc import keep_large_blocks_mapped
+from team.agents.runtime.reload import ConfigWatch
 from team.backends.post import shutdown_request
-from team.board import Board
 from team.compaction.compactor import AutoGate
-from team.config import AgentConfig, TeamConfig
-from team.errors import os_error_line
-from team.events import AgentEvent, EventSink
+from team.core.errors import os_error_line
+from team.core.events import AgentEvent, EventSink
 from team.llm.base import Model
 from team.mailbox.base import Inboxes
 from team.tasks import TaskBoard
+from team.tasks.model import Board
 from team.teamwork import Courier
-from team.workspace import Workspace
+from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class Runtime:
     def reload(self) -> None:
         """Take the agents added to and removed from team.toml since the last check.
 
-        Any other change is refused with one warning (team.agents.reload). The running
+        Any other change is refused with one warning (team.agents.runtime.reload). The running
         `TeamConfig` is updated in place: every agent's tools hold that same object, so
         the old agents can message and assign the new ones at once.
         """

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from team import worktrees
-from team.agents.tool_input import (
+from team.agents.tools.input import (
     ToolInputError,
     ToolResult,
     need_int,
@@ -25,13 +24,14 @@ from team.agents.tool_input import (
     spec,
     text,
 )
-from team.config import AgentConfig, TeamConfig
-from team.events import AgentEvent, EventSink
+from team.core.events import AgentEvent, EventSink
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
 from team.tasks import Board, Task, TaskError, rules, wording
 from team.teamwork import Teamwork
-from team.workspace import Workspace
+from team.workspace import worktrees
+from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 

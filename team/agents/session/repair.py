@@ -9,9 +9,9 @@ call is gone become plain text, calls whose result is gone are answered as inter
 
 from __future__ import annotations
 
-from team.agents.session import SessionLog
+from team.agents.session.log import SessionLog
 from team.compaction.history import History
-from team.conversation import (
+from team.core.conversation import (
     Block,
     Message,
     TextBlock,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from team.errors import UserError
+from team.core.errors import UserError
 from team.llm.base import ToolSpec
 
 

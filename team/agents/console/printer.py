@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from typing import TextIO
 
-from team.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
+from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
 
 
 class RunCounter:
@@ -104,7 +104,7 @@ class EventPrinter:
 
 def _doing(st: dict, now: float) -> str:
     """The tool running now, else the last thing the agent did and when."""
-    from team.agents.activity import ago
+    from team.agents.console.activity import ago
 
     if st.get("current"):
         return st["current"]
@@ -142,7 +142,7 @@ def status_table(status: dict, title: str = ""):
     """
     from rich.table import Table
 
-    from team.agents.activity import ago
+    from team.agents.console.activity import ago
 
     now = time.time()
     from rich import box

@@ -17,22 +17,22 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from team import worktrees
-from team.agents import sandbox
-from team.agents.activity import Activity, spent_so_far
-from team.agents.console import EventPrinter, RunCounter
-from team.agents.live import LiveFeed, LiveView
-from team.agents.lock import TeamLock
-from team.agents.reload import ConfigWatch
-from team.agents.runtime import Runtime
-from team.agents.warnings import route_warnings
+from team.agents.console.activity import Activity, spent_so_far
+from team.agents.console.live import LiveFeed, LiveView
+from team.agents.console.printer import EventPrinter, RunCounter
+from team.agents.console.warnings import route_warnings
+from team.agents.runtime.lock import TeamLock
+from team.agents.runtime.reload import ConfigWatch
+from team.agents.runtime.supervisor import Runtime
 from team.backends.base import RedisBackend, open_backend
-from team.config import TeamConfig
-from team.errors import UserError
-from team.events import EventSink, FanoutSink, SqliteEventLog
+from team.core.errors import UserError
+from team.core.events import EventSink, FanoutSink, SqliteEventLog
 from team.llm import make_model
 from team.llm.base import Model
-from team.workspace import Workspace
+from team.sandbox import bwrap as sandbox
+from team.workspace import worktrees
+from team.workspace.config import TeamConfig
+from team.workspace.places import Workspace
 
 
 def open_events(ws: Workspace) -> SqliteEventLog:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from team.events import AgentEvent, EventSink
+from team.core.events import AgentEvent, EventSink
 from team.mailbox.base import Inboxes
 from team.mailbox.message import MailMessage
-from team.workspace import USER
+from team.workspace.places import USER
 
 log = logging.getLogger(__name__)
 

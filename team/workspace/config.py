@@ -10,8 +10,8 @@ from typing import Any, Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from team.backend_spec import check_url
-from team.errors import UserError
+from team.core.errors import UserError
+from team.workspace.backend_spec import check_url
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 CONFIG_FILE = "team.toml"
@@ -49,7 +49,7 @@ class CompactionConfig(BaseModel):
 
 
 class LimitsConfig(BaseModel):
-    """What one sandboxed `bash` command may use (see team.agents.limits)."""
+    """What one sandboxed `bash` command may use (see team.sandbox.limits)."""
 
     model_config = ConfigDict(extra="forbid")
 

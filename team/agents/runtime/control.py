@@ -10,14 +10,14 @@ import json
 import time
 from collections.abc import Callable
 
-from team import worktrees
-from team.agents.lock import TeamLock
+from team.agents.runtime.lock import TeamLock
 from team.backends.base import RedisBackend, open_backend
 from team.backends.post import request_shutdown
-from team.config import TeamConfig
-from team.errors import UserError
+from team.core.errors import UserError
 from team.mailbox.maildir import MaildirMailbox
-from team.workspace import Workspace
+from team.workspace import worktrees
+from team.workspace.config import TeamConfig
+from team.workspace.places import Workspace
 
 
 def team_status(ws: Workspace, config: TeamConfig) -> dict:

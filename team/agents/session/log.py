@@ -21,8 +21,8 @@ from pathlib import Path
 
 from team.compaction.history import History
 from team.compaction.records import Record, UserTurn, record_from_dict
-from team.conversation import ToolResultBlock
-from team.errors import UserError
+from team.core.conversation import ToolResultBlock
+from team.core.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from team.errors import UserError
-from team.workspace import Workspace
+from team.core.errors import UserError
+from team.workspace.places import Workspace
 
 GIT_TIMEOUT = 120.0
 IGNORED = (".team/", ".transcripts/")

@@ -16,23 +16,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from team.agents import fs_tools
-from team.agents.sandbox import Sandbox
-from team.agents.shell import run_command
-from team.agents.task_tools import TaskTools, task_specs
-from team.agents.tool_input import ToolInputError, ToolResult, spec, text
-from team.agents.tool_input import need_str as _need_str
-from team.agents.tool_input import opt_int as _opt_int
-from team.agents.tool_input import opt_str as _opt_str
+from team.agents.tools import fs_tools
+from team.agents.tools.input import ToolInputError, ToolResult, spec, text
+from team.agents.tools.input import need_str as _need_str
+from team.agents.tools.input import opt_int as _opt_int
+from team.agents.tools.input import opt_str as _opt_str
+from team.agents.tools.shell import run_command
+from team.agents.tools.task_tools import TaskTools, task_specs
 from team.backends import post
-from team.config import AgentConfig, TeamConfig
-from team.errors import UserError
-from team.events import AuditEvent, EventSink
+from team.core.errors import UserError
+from team.core.events import AuditEvent, EventSink
 from team.llm.base import ToolSpec
 from team.mailbox.base import Inboxes
+from team.sandbox.bwrap import Sandbox
 from team.tasks import Board
 from team.teamwork import Teamwork
-from team.workspace import Workspace
+from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from team.config import LimitsConfig
+from team.workspace.config import LimitsConfig
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from team.config import AgentConfig, TeamConfig
 from team.llm.base import AgentFacts
 from team.mailbox.message import InboxMail
+from team.workspace.config import AgentConfig, TeamConfig
 
 TOOL_GUIDE = """\
 Your tools: bash, read_file, write_file and edit_file work inside the team's workspace \

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from team.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
-from team.errors import UserError, os_error_line
+from team.core.errors import UserError, os_error_line
+from team.workspace.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
 
 USER = "user"
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from team.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
+from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
 from team.llm import prices
 
 QUIET_KINDS = frozenset({"started", "stopped", "restarted", "resumed"})

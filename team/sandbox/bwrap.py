@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from team.agents import limits
-from team.config import LimitsConfig, TeamConfig
-from team.errors import UserError
-from team.workspace import Workspace
+from team.core.errors import UserError
+from team.sandbox import limits
+from team.workspace.config import LimitsConfig, TeamConfig
+from team.workspace.places import Workspace
 
 Mode = Literal["bwrap", "off"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from team.agents import sandbox
-from team.config import ConfigError, TeamConfig, load_config
+from team.sandbox import bwrap as sandbox
+from team.workspace.config import ConfigError, TeamConfig, load_config
 
 
 @dataclass

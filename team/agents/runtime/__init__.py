@@ -1,0 +1,1 @@
+"""The process that runs a team: supervisor, launch, control, lock, reload, malloc."""

@@ -1,0 +1,1 @@
+"""The session log: the agent's append-only conversation, and its repair."""

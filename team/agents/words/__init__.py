@@ -1,0 +1,1 @@
+"""Every sentence the loop tells an agent: identity, nudges, notices to the user."""

@@ -1,0 +1,1 @@
+"""The shared data types: conversation, events, errors, facts in free text."""

@@ -1,0 +1,1 @@
+"""Where commands run: bubblewrap confinement and resource limits."""

@@ -1,0 +1,1 @@
+"""team.toml and the places on disk: config, backend spec, workspace paths, worktrees."""
