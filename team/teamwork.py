@@ -225,7 +225,9 @@ class Teamwork:
             return
         approved = task.plan_state == "approved"
         text = wording.plan_answer(task.id, approved, task.plan_feedback)
-        self._send(task.owner, text, reviewer, type="plan_response", task_id=task.id)
+        self._send(
+            task.owner, text, reviewer, type="plan_response", task_id=task.id, approved=approved
+        )
 
     # -- goals --------------------------------------------------------------------------
 
@@ -245,26 +247,16 @@ class Teamwork:
         type: str = "notice",
         task_id: int | None = None,
         strict: bool = False,
+        approved: bool | None = None,
     ) -> None:
         if to == sender:
             return
+        fields = {"sender": sender, "type": type, "task_id": task_id, "approved": approved}
         try:
             if self.courier is not None and not strict:
-                msg = post.compose(
-                    self.ws, self.config, to, text, sender=sender, type=type, task_id=task_id
-                )
-                self.courier.send(msg)
+                self.courier.send(post.compose(self.ws, self.config, to, text, **fields))
                 return
-            post.send(
-                self.ws,
-                self.config,
-                to,
-                text,
-                sender=sender,
-                type=type,
-                task_id=task_id,
-                sink=self.sink,
-            )
+            post.send(self.ws, self.config, to, text, sink=self.sink, **fields)
         except (UserError, OSError) as e:
             if strict:
                 raise

@@ -18,10 +18,9 @@ import time
 from typing import Any
 
 from team.agents.words.identity import agent_facts, system_prompt
-from team.core.conversation import Message
+from team.core.conversation import InboxMail, Message, TextBlock
 from team.llm.base import AgentFacts, ModelRequest, ToolSpec
 from team.llm.sim import SimModel
-from team.mailbox.message import parse_prompts
 from team.tasks import TaskBoard
 from team.workspace.places import Workspace
 
@@ -43,14 +42,18 @@ def facts(ws: Workspace, system: str, messages: list[Message]) -> AgentFacts | N
         if system_prompt(agent_facts(cfg, config), cfg.prompt) == system:
             mine = [t for t in TaskBoard(ws.tasks_dir).open_for(cfg.name) if t.status != "blocked"]
             last = messages[-1] if messages and messages[-1].role == "user" else None
-            mail = parse_prompts(last.text()) if last else []
+            mail = (
+                [b.mail for b in last.content if isinstance(b, TextBlock) and b.mail]
+                if last
+                else []
+            )
             return agent_facts(cfg, config, mine, mail)
     return None
 
 
 def respond(body: dict[str, Any], ws: Workspace | None = None) -> dict[str, Any]:
     system = _system_text(body.get("system"))
-    messages = [Message.from_dict(msg) for msg in body["messages"]]
+    messages = [with_mail(Message.from_dict(msg)) for msg in body["messages"]]
     known = facts(ws, system, messages) if ws is not None else None
     m = re.search(r"You are '([a-z][a-z0-9_-]*)'", system)
     tools = [
@@ -79,3 +82,27 @@ def respond(body: dict[str, Any], ws: Workspace | None = None) -> dict[str, Any]
         "content": [b.to_dict() for b in response.content],
         "stop_reason": response.stop_reason,
     }
+
+
+# A model behind the wire sees text only: what it reads of an inbox message is the
+# envelope the agent loop rendered. This test server plays such a model with the
+# simulator, which reads mail as data, so it turns each envelope back into its data.
+_ENVELOPE = re.compile(
+    r'<message from="([^"\n]*)" type="([^"\n]*)" id="([^"\n]*)"'
+    r'(?: task="(\d+)")?(?: approved="(yes|no)")?>\n(.*?)\n</message>',
+    re.S,
+)
+
+
+def with_mail(message: Message) -> Message:
+    """`message` with every text block that is exactly one rendered envelope as a mail
+    block (its data as the loop recorded it)."""
+    blocks = []
+    for b in message.content:
+        m = _ENVELOPE.fullmatch(b.text) if isinstance(b, TextBlock) else None
+        if m is not None:
+            task = int(m[4]) if m[4] else None
+            approved = None if m[5] is None else m[5] == "yes"
+            b = TextBlock.of_mail(InboxMail(m[1], m[2], m[3], task, m[6], approved))
+        blocks.append(b)
+    return Message(message.role, tuple(blocks))

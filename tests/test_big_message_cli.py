@@ -13,6 +13,9 @@ from conftest import run_team
 from teamrun import make_workspace, wait_for
 
 from team.agents.runtime.lock import TeamLock
+from team.agents.session.log import read_records
+from team.compaction.records import UserTurn
+from team.core.conversation import TextBlock
 
 SIZE = 10 << 20
 
@@ -66,9 +69,10 @@ def test_a_10mb_single_token_message_leaves_the_team_responsive(tmp_path):
     assert "Traceback" not in err
     # the whole text is kept in the session log, however little of it the model saw
     stored = [
-        b["text"]
-        for rec in user_records(ws, "alice")
-        for b in rec["blocks"]
-        if b.get("type") == "text" and "x" * 1000 in b["text"]
+        b.text
+        for rec in read_records(ws.session_log("alice"))
+        if isinstance(rec, UserTurn)
+        for b in rec.blocks
+        if isinstance(b, TextBlock) and "x" * 1000 in b.text
     ]
     assert stored and max(s.count("x") for s in stored) >= SIZE

@@ -19,7 +19,9 @@ import pytest
 from team.agents.words.identity import identity_block, system_prompt
 from team.compaction.summary import ask_focus
 from team.core.conversation import (
+    Block,
     Message,
+    TaskNote,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -28,7 +30,7 @@ from team.core.conversation import (
 )
 from team.llm.base import AgentFacts, ModelRequest, ModelResponse, ToolSpec
 from team.llm.sim import SimModel
-from team.mailbox.message import MailMessage, parse_prompts
+from team.mailbox.message import MailMessage
 from team.tasks import wording
 
 TOOL_NAMES = [
@@ -63,9 +65,9 @@ def system_for(agent: str) -> str:
     return system_prompt(facts_for(agent), "Use the tools to do your tasks.")
 
 
-def task_message(agent: str, task: int, subject: str) -> str:
+def task_message(agent: str, task: int, subject: str) -> TextBlock:
     mail = MailMessage(sender="user", to=agent, type="task", task_id=task, content=subject)
-    return mail.as_prompt()
+    return mail.as_block()
 
 
 @dataclass
@@ -151,8 +153,18 @@ def render(messages: list[Message]) -> str:
 
 
 def summary_request(
-    agent: str, segment: str, focus: str | None = None, facts: AgentFacts | None = None
+    agent: str,
+    segment: str | list[Block] | list[Message],
+    focus: str | None = None,
+    facts: AgentFacts | None = None,
 ) -> ModelRequest:
+    """A summary request over `segment`: text, user blocks (mail carries its data), or
+    stored messages (sent as text, with the messages as the request's segment)."""
+    stored: tuple[Message, ...] = ()
+    if isinstance(segment, list) and segment and isinstance(segment[0], Message):
+        stored = tuple(segment)
+        segment = render(list(stored))
+    blocks = [segment] if isinstance(segment, str) else list(segment)
     system = (
         f"You summarise the work of agent '{agent}'. Write a structured summary with sections: "
         "request and intent, decisions, files, errors and fixes, messages from teammates, "
@@ -162,19 +174,20 @@ def summary_request(
         system += "\n" + ask_focus(focus)
     return ModelRequest(
         system=system,
-        messages=[Message.user(segment)],
+        messages=[Message.user(*blocks)],
         tool_choice="none",
         purpose="summary",
         agent=agent,
         facts=facts,
         focus=focus,
+        segment=stored,
     )
 
 
 def compact(
     model: SimModel, world: World, messages: list[Message], focus: str | None
 ) -> list[Message]:
-    request = summary_request(world.agent, render(messages), focus, facts_for(world.agent))
+    request = summary_request(world.agent, messages, focus, facts_for(world.agent))
     summary = model.complete(request)
     identity = identity_block(world.facts())
     layer = "manual" if focus is not None else "auto"
@@ -194,7 +207,7 @@ class Run:
 def drive(
     model: SimModel,
     world: World,
-    first: str,
+    first: str | Block | list[Block],
     limit: int = 40,
     auto_every: int = 0,
     facts: bool = True,
@@ -204,10 +217,12 @@ def drive(
     `auto_every` > 0 compacts (as the auto layer would) after every that many replies;
     `facts=False` sends no facts (a request rebuilt from the wire).
     """
-    messages = [Message.user(first)]
+    blocks = first if isinstance(first, list) else [first]
+    messages = [Message.user(*blocks)]
     run = Run([], messages)
     reminded = False
-    new_mail = parse_prompts(first)  # what the first user turn brought
+    # what the first user turn brought
+    new_mail = [b.mail for b in messages[0].content if isinstance(b, TextBlock) and b.mail]
     for _ in range(limit):
         validate(messages)
         request = ModelRequest(
@@ -323,8 +338,8 @@ def test_resumes_after_compaction_instead_of_starting_over(every: int) -> None:
     world = World("alice")
     world.add_task(3, "Fix the parser crash", owner="alice")
     world.add_task(4, "Speed up the lexer", owner="alice")
-    first = task_message("alice", 3, "Fix the parser crash")
-    first += "\n" + task_message("alice", 4, "Speed up the lexer")
+    first = [task_message("alice", 3, "Fix the parser crash")]
+    first.append(task_message("alice", 4, "Speed up the lexer"))
     run = drive(SimModel(), world, first, limit=40, auto_every=every)
     assert world.tasks[3]["status"] == world.tasks[4]["status"] == "completed"
     assert run.compactions >= 4
@@ -357,7 +372,7 @@ def test_idle_agent_lists_tasks_and_claims_an_unowned_one() -> None:
     world.add_task(2, "Taken by carol", owner="carol")
     world.add_task(4, "Document the lexer")
     broadcast = MailMessage(sender="alice", to="bob", type="broadcast", content="New tasks up")
-    drive(SimModel(), world, broadcast.as_prompt())
+    drive(SimModel(), world, broadcast.as_block())
     calls = names(world)
     assert calls[:2] == ["list_tasks", "claim_task"]
     assert world.tasks[4] == {**world.tasks[4], "owner": "bob", "status": "completed"}
@@ -375,7 +390,7 @@ def test_losing_a_claim_race_ends_the_turn_without_working_on_it() -> None:
 
     racing = Racing("bob")
     racing.add_task(4, "Document the lexer")
-    run = drive(SimModel(), racing, broadcast.as_prompt())
+    run = drive(SimModel(), racing, broadcast.as_block())
     assert names(racing) == ["list_tasks", "claim_task"]
     assert run.replies[-1].stop_reason == "end_turn"
 
@@ -383,7 +398,7 @@ def test_losing_a_claim_race_ends_the_turn_without_working_on_it() -> None:
 def test_teammate_messages_get_a_text_acknowledgement_not_a_reply_message() -> None:
     world = World("alice")
     mail = MailMessage(sender="bob", to="alice", type="message", content="Parser tests pass now.")
-    run = drive(SimModel(), world, mail.as_prompt())
+    run = drive(SimModel(), world, mail.as_block())
     assert "bob" in run.replies[0].message().text()
     assert "send_message" not in names(world)
 
@@ -391,7 +406,7 @@ def test_teammate_messages_get_a_text_acknowledgement_not_a_reply_message() -> N
 def test_user_can_ask_for_a_simple_command() -> None:
     world = World("alice")
     mail = MailMessage(sender="user", to="alice", content="Please run `ls -1 src` for me")
-    drive(SimModel(), world, mail.as_prompt())
+    drive(SimModel(), world, mail.as_block())
     assert world.calls[0].name == "bash" and world.calls[0].input == {"command": "ls -1 src"}
 
 
@@ -447,7 +462,7 @@ def test_usage_counts_the_whole_prompt_and_the_reply() -> None:
 # --- summaries ----------------------------------------------------------------------------
 
 
-def long_segment() -> str:
+def long_segment() -> list[Block]:
     """A realistic segment: tasks, teammates, a big tool output, errors, decisions."""
     world = World("alice")
     world.add_task(3, "Fix the parser crash", owner="alice")
@@ -455,10 +470,10 @@ def long_segment() -> str:
     parts = [
         task_message("alice", 3, "Fix the parser crash"),
         task_message("alice", 12, "Speed up the lexer"),
-        MailMessage(sender="bob", to="alice", content="The crash is in src/parser.py").as_prompt(),
+        MailMessage(sender="bob", to="alice", content="The crash is in src/parser.py").as_block(),
         MailMessage(
             sender="dave", to="alice", type="broadcast", content="Standup at 10"
-        ).as_prompt(),
+        ).as_block(),
         "[assistant] I decided to read src/parser.py first, then look at tests/test_parser.py.",
         "[tool_result bash] "
         + "".join(f"./src/parser.py:{i}:def parse_{i}(x):\n" for i in range(300)),
@@ -469,7 +484,7 @@ def long_segment() -> str:
         "[tool_result bash] " + "".join(f"  {i} ./pkg/module_{i}.py\n" for i in range(200)),
         "[assistant] Next I will profile tokenize() for task #12.",
     ]
-    return "\n".join(parts)
+    return [p if isinstance(p, TextBlock) else TextBlock(p) for p in parts]
 
 
 def test_summary_keeps_every_task_id_and_name_and_is_much_shorter() -> None:
@@ -490,7 +505,7 @@ def test_summary_keeps_every_task_id_and_name_and_is_much_shorter() -> None:
         "Next step",
     ):
         assert f"## {heading}" in summary
-    assert len(summary) < len(segment) / 10
+    assert len(summary) < sum(b.chars() for b in segment) / 10
     assert len(summary) / 4 < 2000
     assert summary.startswith("[sim]"), "labelled as a simulation"
 
@@ -504,8 +519,11 @@ def test_summary_stays_bounded_on_a_huge_segment() -> None:
 def test_summaries_that_chain_do_not_grow_with_every_task_ever_finished() -> None:
     """Each summary begins the next segment: open tasks and the newest finished ones are
     named, older finished ones only counted, so a long run's summaries stay one size."""
-    done = "\n".join(wording.completed(t, f"task {t}") for t in range(1, 401))
-    segment = done + "\nStill open: task #401 and task #402."
+    done = [
+        TextBlock(wording.completed(t, f"task {t}"), tasks=(TaskNote(t, "completed"),))
+        for t in range(1, 401)
+    ]
+    segment = [*done, TextBlock("Still open: task #401 and task #402.")]
     summary = SimModel().complete(summary_request("alice", segment)).message().text()
     assert "#401" in summary and "#402" in summary and "#400 (completed)" in summary
     assert "#5 (completed)" not in summary and "older completed" in summary

@@ -6,6 +6,7 @@ collaborators (model, mailbox, board, toolbox, compactor, session log) do the re
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -27,15 +28,14 @@ from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.core.conversation import (
     Block,
+    InboxMail,
     Message,
     TextBlock,
     ToolUseBlock,
-    render_block,
     validate,
 )
 from team.core.errors import is_disk_error, os_error_line
 from team.core.events import AgentEvent, EventSink, ModelCallEvent
-from team.core.facts import task_ids
 from team.llm.base import (
     AgentFacts,
     Model,
@@ -47,7 +47,7 @@ from team.llm.base import (
     ToolSpec,
 )
 from team.mailbox.base import Inboxes, Waker
-from team.mailbox.message import InboxMail, unanswered_mail
+from team.mailbox.message import told_tasks, unanswered_mail
 from team.tasks.model import Board
 from team.workspace.config import AgentConfig, TeamConfig
 
@@ -197,12 +197,11 @@ class Agent:
         A claim is recorded on the board before it reaches the session log, so a crash
         in between would leave a task owned by an agent that never heard of it.
         """
-        text = "\n".join(render_block(b) for m in self.history.messages for b in m.content)
-        known = task_ids(text)
+        known = told_tasks(self.history.messages)
         known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
         untold = [t for t in self._actionable() if t.id not in known]
         if untold:
-            self._add_user([TextBlock(nudges.untold(untold))])
+            self._add_user([nudges.untold(untold)])
 
     def has_work(self) -> bool:
         """Unanswered input, new mail, or an open task nobody has claimed (which we claim)."""
@@ -223,7 +222,7 @@ class Agent:
             return False
         self._idle = False
         self.sink.emit(AgentEvent(self.name, "claimed", f"#{task.id} {task.subject}"))
-        self._add_user([TextBlock(nudges.claimed(task))])
+        self._add_user([nudges.claimed(task)])
         return True
 
     def turn(self) -> None:
@@ -251,7 +250,7 @@ class Agent:
             mine = self._actionable()
             if mine and not reminded:
                 reminded = True
-                self._add_user([TextBlock(nudges.reminder(mine))])
+                self._add_user([nudges.reminder(mine)])
                 continue
             if self.on_idle is not None and kept < MAX_KEPT_WORKING:
                 why = self.on_idle()  # the teammate_idle hook, and the lead's notice
@@ -418,7 +417,7 @@ class Agent:
         if not messages:
             return False
         self._idle = False
-        self._add_user([TextBlock(m.as_prompt()) for m in messages], [m.id for m in messages])
+        self._add_user([m.as_block() for m in messages], [m.id for m in messages])
         self._new_mail += [m.as_mail() for m in messages]
         return True
 
@@ -483,7 +482,7 @@ class Agent:
         self.intake.forget_unrecorded()
         seconds = self.backoff.next()
         log.warning("%s: %s; retrying in %.0fs", self.name, line, seconds)
-        self.wait_interruptibly(seconds, "disk full" if "space" in line else "disk")
+        self.wait_interruptibly(seconds, "disk full" if e.errno == errno.ENOSPC else "disk")
 
     def _refused(self, message: Message) -> None:
         """The model refused to go on: say so where the person will see it."""

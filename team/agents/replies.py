@@ -7,15 +7,15 @@ from typing import Any, Protocol
 
 from team.agents.intake import Intake
 from team.agents.state import AgentState
+from team.agents.tools.input import ToolResult
 from team.agents.words import nudges
-from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
-from team.mailbox.message import InboxMail
+from team.core.conversation import Block, InboxMail, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 class Tools(Protocol):
     """Runs the tools the loop does not handle itself (`team.agents.tools.toolbox.Toolbox`)."""
 
-    def run(self, name: str, input: dict[str, Any]) -> Any: ...
+    def run(self, name: str, input: dict[str, Any]) -> ToolResult: ...
 
 
 @dataclass
@@ -51,9 +51,10 @@ def answer(
         elif use.name == "read_inbox":
             messages = intake.receive()
             out.inbox_ids += [m.id for m in messages]
-            out.mail += [m.as_mail() for m in messages]
-            text = "\n\n".join(m.as_prompt() for m in messages) or nudges.NO_MESSAGES
-            out.results.append(ToolResultBlock(use.id, text, use.name))
+            mail = tuple(m.as_mail() for m in messages)
+            out.mail += mail
+            text = "\n\n".join(m.render() for m in mail) or nudges.NO_MESSAGES
+            out.results.append(ToolResultBlock(use.id, text, use.name, mail=mail))
         elif use.name == "idle":
             out.idled = True
             out.results.append(ToolResultBlock(use.id, nudges.GOING_IDLE, use.name))
@@ -63,7 +64,9 @@ def answer(
                 r = toolbox.run(use.name, use.input)
             finally:
                 status.current = None
-            out.results.append(ToolResultBlock(use.id, r.content, use.name, r.is_error))
+            out.results.append(
+                ToolResultBlock(use.id, r.content, use.name, r.is_error, tasks=r.tasks)
+            )
     if cut:
         out.results.append(TextBlock(nudges.CONTINUE))
     return out

@@ -38,6 +38,7 @@ def compose(
     sender: str = "user",
     type: str = "message",
     task_id: int | None = None,
+    approved: bool | None = None,
 ) -> MailMessage:
     """The message `send` would deliver, checked; nothing is delivered.
 
@@ -53,7 +54,14 @@ def compose(
         raise UserError("message is empty")
     try:
         return MailMessage.model_validate(
-            {"from": sender, "to": to, "content": content, "type": type, "task_id": task_id}
+            {
+                "from": sender,
+                "to": to,
+                "content": content,
+                "type": type,
+                "task_id": task_id,
+                "approved": approved,
+            }
         )
     except ValidationError as e:
         err = e.errors()[0]
@@ -70,6 +78,7 @@ def send(
     sender: str = "user",
     type: str = "message",
     task_id: int | None = None,
+    approved: bool | None = None,
     sink: EventSink | None = None,
     backend: Backend | None = None,
 ) -> MailMessage:
@@ -82,7 +91,9 @@ def send(
     Raises:
         UserError: what `compose` refuses.
     """
-    msg = compose(ws, config, to, content, sender=sender, type=type, task_id=task_id)
+    msg = compose(
+        ws, config, to, content, sender=sender, type=type, task_id=task_id, approved=approved
+    )
     with _using(ws, config, backend) as b:
         deliver(b, msg, sink)
     return msg

@@ -9,6 +9,8 @@ text scan on the hot path (the sim's reading, summaries) bounded.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from team.core.conversation import Block, Message, TextBlock, ToolResultBlock
 
 BLOCK_CHARS = 100_000
@@ -29,16 +31,15 @@ def clip_text(text: str, limit: int = BLOCK_CHARS, where: str = "the session log
     return text[:head] + note + text[len(text) - tail :]
 
 
+WHERE = "the session log and the transcript"
+
+
 def clip_block(block: Block, limit: int = BLOCK_CHARS) -> Block:
+    # `replace` keeps the block's data (its mail, its task notes): only the text is cut
     if isinstance(block, TextBlock) and len(block.text) > limit:
-        return TextBlock(clip_text(block.text, limit, "the session log and the transcript"))
+        return replace(block, text=clip_text(block.text, limit, WHERE))
     if isinstance(block, ToolResultBlock) and len(block.content) > limit:
-        return ToolResultBlock(
-            block.tool_use_id,
-            clip_text(block.content, limit, "the session log and the transcript"),
-            block.name,
-            block.is_error,
-        )
+        return replace(block, content=clip_text(block.content, limit, WHERE))
     return block
 
 

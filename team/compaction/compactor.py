@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from team.compaction.cache_plan import BreakpointPlanner
@@ -23,7 +23,7 @@ from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed
 from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
-from team.core.conversation import Message, TextBlock, ToolResultBlock, render_block
+from team.core.conversation import Message, TaskNote, TextBlock, ToolResultBlock, render_block
 from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
 from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, ToolSpec, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
@@ -80,6 +80,7 @@ class Compactor:
         self.sink = sink
         self.teammates = teammates or []
         self.overhead_chars = overhead_chars
+        self.facts = facts
         self.root = root  # transcript paths are shown relative to the workspace
         self.micro = MicroCompactor(config)
         self.meter = TokenMeter()
@@ -228,7 +229,7 @@ class Compactor:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
             return None
         shown = path.relative_to(self.root) if self.root else path
-        first = self._new_context(identity, summary, shown, layer, history)
+        first = self._new_context(identity, summary, shown, layer, history, facts)
         tokens_after = self.estimate(History(messages=[first]))
         rec = Compaction(
             layer=layer,
@@ -300,6 +301,7 @@ class Compactor:
                 identity=identity,
                 focus=focus,
                 facts=facts,
+                segment=tuple(history.messages),
             )
             if summary is not None:
                 return summary
@@ -331,45 +333,61 @@ class Compactor:
         )
 
     def _new_context(
-        self, identity: str, summary: str, transcript: Path, layer: str, history: History
+        self,
+        identity: str,
+        summary: str,
+        transcript: Path,
+        layer: str,
+        history: History,
+        facts: AgentFacts | None,
     ) -> Message:
-        parts = [
-            identity,
-            f"Your conversation was compacted ({layer}, segment {history.segment + 1}). "
-            f"Summary of everything before this point:\n\n{summary}",
-            f"The full transcript is in {transcript} (read_file it if you need details).",
-        ]
+        """Identity, summary and transcript path in one block (which names the open
+        tasks as data too), then what the model has not seen yet, then "continue"."""
+        head = "\n\n".join(
+            [
+                identity,
+                f"Your conversation was compacted ({layer}, segment {history.segment + 1}). "
+                f"Summary of everything before this point:\n\n{summary}",
+                f"The full transcript is in {transcript} (read_file it if you need details).",
+            ]
+        )
+        facts = facts or self.facts
+        mine = tuple(TaskNote(t, "open", s) for t, s in facts.tasks) if facts else ()
+        blocks: list[TextBlock] = [TextBlock(head, tasks=mine)]
         carried = self._unseen(history)
         if carried:
-            parts.append("New since your last turn (not yet answered):\n\n" + carried)
-        parts.append("Continue your work from here.")
-        return Message("user", (TextBlock("\n\n".join(parts)),))
+            blocks.append(TextBlock("New since your last turn (not yet answered):"))
+            blocks += carried
+        blocks.append(TextBlock("Continue your work from here."))
+        return Message("user", tuple(blocks))
 
     @staticmethod
-    def _unseen(history: History) -> str:
+    def _unseen(history: History) -> list[TextBlock]:
         """Content after the last assistant turn: the model has not seen it yet.
 
-        Text (inbox messages, reminders) is carried in full: it is instructions. Tool
-        results, `read_inbox` included, are carried up to `CARRY_CHARS` each, with a
-        pointer to the transcript for the rest.
+        Text (inbox messages, reminders) is carried in full, with its data: it is
+        instructions. Tool results, `read_inbox` included, are carried up to
+        `CARRY_CHARS` each, with a pointer to the transcript for the rest.
         """
         if not history.messages or history.messages[-1].role != "user":
-            return ""
+            return []
         if len(history.messages) == 1:  # the segment is only this message: nothing to add
-            return ""
-        out = []
+            return []
+        out: list[TextBlock] = []
         for b in history.messages[-1].content:
-            if isinstance(b, ToolResultBlock):
+            if isinstance(b, ToolResultBlock) and b.mail:  # read_inbox: the messages
+                out += [TextBlock.of_mail(m) for m in b.mail]
+            elif isinstance(b, ToolResultBlock):
                 text = b.content
                 if len(text) > CARRY_CHARS:
                     text = (
                         text[:CARRY_CHARS]
                         + "\n[... cut here; the full output is in the transcript]"
                     )
-                out.append(f"[result of {b.name or 'tool'}]\n{text}")
+                out.append(TextBlock(f"[result of {b.name or 'tool'}]\n{text}", tasks=b.tasks))
             elif isinstance(b, TextBlock):
-                out.append(clip_text(b.text))  # a 10 MB message is not carried whole
-        return "\n\n".join(out)
+                out.append(replace(b, text=clip_text(b.text)))  # a 10 MB message is cut
+        return out
 
     def _failed(
         self, history: History, layer: str, trigger: str, tokens: int, duration: float, err: str

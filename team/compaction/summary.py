@@ -170,11 +170,14 @@ class Summariser:
         A block too large for any context is summarised from its head and tail (the
         transcript keeps it whole): a 10 MB message must not cost 20 summary calls.
         """
+        segment = tuple(messages)
         messages = clip_messages(messages)
         budget = self.budget_chars
         while True:
             try:
-                return self._summarise(messages, identity, focus, budget, facts or self.facts)
+                return self._summarise(
+                    messages, identity, focus, budget, facts or self.facts, segment
+                )
             except _ChunkTooLong as e:
                 if budget // 2 < MIN_BUDGET_CHARS:
                     raise SummaryFailed(f"even small chunks are too long: {e}") from e
@@ -187,11 +190,12 @@ class Summariser:
         focus: str | None,
         budget: int,
         facts: AgentFacts | None,
+        segment: tuple[Message, ...],
     ) -> str:
         chunks = pack(render_units(messages, budget), budget)
         system = self._system(identity, focus)
         parts = [
-            self._call(system, self._ask(chunk, i, len(chunks)), focus, facts)
+            self._call(system, self._ask(chunk, i, len(chunks)), focus, facts, segment)
             for i, chunk in enumerate(chunks)
         ]
         while len(parts) > 1:
@@ -200,7 +204,7 @@ class Summariser:
             merged = []
             for g in groups:
                 ask = MERGE_INSTRUCTION.format(n=len(parts)) + "\n\n" + g
-                merged.append(self._call(system, ask, focus, facts))
+                merged.append(self._call(system, ask, focus, facts, segment))
             if len(merged) >= len(parts):  # cannot shrink further: keep them all, in order
                 return "\n\n".join(merged)
             parts = merged
@@ -217,6 +221,7 @@ class Summariser:
         identity: str,
         focus: str | None = None,
         facts: AgentFacts | None = None,
+        segment: tuple[Message, ...] = (),
     ) -> str | None:
         """Summarise on the agent's own cached prefix; None when it would not fit one call.
 
@@ -253,6 +258,7 @@ class Summariser:
             agent=self.agent,
             facts=facts or self.facts,
             focus=focus,
+            segment=segment,
         )
         try:
             return self._send(request)
@@ -270,7 +276,14 @@ class Summariser:
         part = f" (part {i + 1} of {n})" if n > 1 else ""
         return f"The conversation to summarise{part}:\n\n{chunk}\n\nWrite the summary now."
 
-    def _call(self, system: str, text: str, focus: str | None, facts: AgentFacts | None) -> str:
+    def _call(
+        self,
+        system: str,
+        text: str,
+        focus: str | None,
+        facts: AgentFacts | None,
+        segment: tuple[Message, ...],
+    ) -> str:
         request = ModelRequest(
             system=system,
             messages=[Message.user(text)],
@@ -282,6 +295,7 @@ class Summariser:
             agent=self.agent,
             facts=facts,
             focus=focus,
+            segment=segment,
         )
         return self._send(request)
 

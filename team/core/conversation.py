@@ -15,10 +15,108 @@ Role = Literal["user", "assistant"]
 
 
 @dataclass(frozen=True, slots=True)
-class TextBlock:
-    text: str
+class InboxMail:
+    """One inbox message as the model is shown it, as data.
+
+    A mail block's text is rendered from this (`render`, the one writer of the
+    envelope), so code that needs the sender, type, id or task reads these fields,
+    never the text.
+    """
+
+    sender: str
+    type: str
+    id: str
+    task: int | None
+    body: str
+    approved: bool | None = None
+    """A `plan_response`: whether the plan was approved."""
+
+    def render(self) -> str:
+        task = f' task="{self.task}"' if self.task is not None else ""
+        if self.approved is not None:
+            task += f' approved="{"yes" if self.approved else "no"}"'
+        head = f'<message from="{self.sender}" type="{self.type}" id="{self.id}"{task}>'
+        return f"{head}\n{self.body}\n</message>"
 
     def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"from": self.sender, "type": self.type, "id": self.id}
+        if self.task is not None:
+            d["task"] = self.task
+        if self.approved is not None:
+            d["approved"] = self.approved
+        d["body"] = self.body
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InboxMail:
+        task = d.get("task")
+        approved = d.get("approved")
+        return cls(
+            str(d["from"]),
+            str(d["type"]),
+            str(d["id"]),
+            None if task is None else int(task),
+            str(d["body"]),
+            None if approved is None else bool(approved),
+        )
+
+
+TaskEvent = Literal["open", "claimed", "created", "completed", "plan_approved"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskNote:
+    """What a block tells the agent about one task, as data (its text is for the model).
+
+    `open`: the agent owns it (identity block, reminders); `claimed`: it became the
+    agent's; `created`: the agent put it on the board; `completed`: it is done;
+    `plan_approved`: its plan is approved (a refused resubmission says so).
+    """
+
+    id: int
+    event: TaskEvent
+    subject: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "event": self.event}
+        if self.subject:
+            d["subject"] = self.subject
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TaskNote:
+        return cls(int(d["id"]), d["event"], str(d.get("subject", "")))
+
+
+def _notes(d: dict[str, Any]) -> tuple[TaskNote, ...]:
+    return tuple(TaskNote.from_dict(n) for n in d.get("tasks") or ())
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Text for the model. `mail`: the inbox message it renders (when the text is the
+    whole rendering, the log keeps only the mail and renders it again on load); `tasks`:
+    what it says about tasks."""
+
+    text: str
+    mail: InboxMail | None = None
+    tasks: tuple[TaskNote, ...] = ()
+
+    @classmethod
+    def of_mail(cls, mail: InboxMail) -> TextBlock:
+        return cls(mail.render(), mail=mail)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "text"}
+        if self.mail is None or self.text != self.mail.render():  # e.g. a carried mail, cut
+            d["text"] = self.text
+        if self.mail is not None:
+            d["mail"] = self.mail.to_dict()
+        if self.tasks:
+            d["tasks"] = [n.to_dict() for n in self.tasks]
+        return d
+
+    def to_api(self) -> dict[str, Any]:
         return {"type": "text", "text": self.text}
 
     def chars(self) -> int:
@@ -34,6 +132,9 @@ class ToolUseBlock:
     def to_dict(self) -> dict[str, Any]:
         return {"type": "tool_use", "id": self.id, "name": self.name, "input": self.input}
 
+    def to_api(self) -> dict[str, Any]:
+        return self.to_dict()
+
     def chars(self) -> int:
         return len(self.name) + len(str(self.input))
 
@@ -44,13 +145,16 @@ class ToolResultBlock:
 
     `name` is the tool that produced it. The Messages API does not take it, but micro
     compaction needs it for the `[Previous: used <tool>]` placeholder, so it is stored
-    here and dropped by `to_api`.
+    here and dropped by `to_api`. `mail` (the messages a `read_inbox` handed over) and
+    `tasks` (what a board tool did) are the result's facts as data, never sent.
     """
 
     tool_use_id: str
     content: str
     name: str = ""
     is_error: bool = False
+    mail: tuple[InboxMail, ...] = ()
+    tasks: tuple[TaskNote, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -58,6 +162,20 @@ class ToolResultBlock:
             "tool_use_id": self.tool_use_id,
             "content": self.content,
             "name": self.name,
+        }
+        if self.is_error:
+            d["is_error"] = True
+        if self.mail:
+            d["mail"] = [m.to_dict() for m in self.mail]
+        if self.tasks:
+            d["tasks"] = [n.to_dict() for n in self.tasks]
+        return d
+
+    def to_api(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": self.tool_use_id,
+            "content": self.content,
         }
         if self.is_error:
             d["is_error"] = True
@@ -106,7 +224,9 @@ class Message:
 def block_from_dict(d: dict[str, Any]) -> Block:
     kind = d.get("type")
     if kind == "text":
-        return TextBlock(d["text"])
+        mail = InboxMail.from_dict(d["mail"]) if d.get("mail") is not None else None
+        text = d["text"] if "text" in d or mail is None else mail.render()
+        return TextBlock(text, mail, _notes(d))
     if kind == "tool_use":
         return ToolUseBlock(d["id"], d["name"], dict(d.get("input") or {}))
     if kind == "tool_result":
@@ -114,23 +234,19 @@ def block_from_dict(d: dict[str, Any]) -> Block:
         if isinstance(content, list):  # the API also allows a list of text blocks
             content = "\n".join(c.get("text", "") for c in content)
         return ToolResultBlock(
-            d["tool_use_id"], content, d.get("name", ""), bool(d.get("is_error", False))
+            d["tool_use_id"],
+            content,
+            d.get("name", ""),
+            bool(d.get("is_error", False)),
+            tuple(InboxMail.from_dict(m) for m in d.get("mail") or ()),
+            _notes(d),
         )
     raise ValueError(f"unknown content block type: {kind!r}")
 
 
 def to_api(messages: list[Message]) -> list[dict[str, Any]]:
     """Messages as the Anthropic Messages API takes them (no private fields)."""
-    out = []
-    for m in messages:
-        blocks = []
-        for b in m.content:
-            d = b.to_dict()
-            if d["type"] == "tool_result":
-                d.pop("name", None)
-            blocks.append(d)
-        out.append({"role": m.role, "content": blocks})
-    return out
+    return [{"role": m.role, "content": [b.to_api() for b in m.content]} for m in messages]
 
 
 class InvalidConversation(ValueError):

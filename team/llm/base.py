@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from team.core.conversation import Block, Message
 
 if TYPE_CHECKING:
-    from team.mailbox.message import InboxMail
+    from team.core.conversation import InboxMail
 
 CHARS_PER_TOKEN = 4
 """The estimate before an agent's own calls calibrate it (team.compaction.tokens)."""
@@ -121,6 +121,9 @@ class ModelRequest:
     facts: AgentFacts | None = None
     focus: str | None = None
     """A summary's focus (`compact{focus}`), as data; its prose is in the request too."""
+    segment: tuple[Message, ...] = ()
+    """A summary's segment as stored (full text, each block's data), for models that are
+    code: the mail and the board's notes a summary must keep. Never sent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ class SimModel:
                 focus=request.focus or "",
                 max_tokens=request.max_tokens,
                 facts=request.facts,
+                segment=request.segment,
             )
             content: tuple[Block, ...] = (TextBlock(text),)
         else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from team.llm.sim_reading import Call, Situation
-from team.tasks.wording import parse_created, parse_plan_answer, says_already_approved
 
 Calls = list[tuple[str, dict[str, Any]]]
 
@@ -94,7 +93,9 @@ def _reviews(s: Situation) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
 
 
 def _created(c: Call) -> int | None:
-    return parse_created(c.output)
+    if c.result is None or c.failed:
+        return None
+    return next((n.id for n in c.result.tasks if n.event == "created"), None)
 
 
 def _refs(ids) -> str:
@@ -108,10 +109,10 @@ def plan_gate(s: Situation, task: int) -> tuple[str, Calls] | None:
         return None
     answers = [m for m in s.mail if m.type == "plan_response" and m.task == task]
     submits = [c for c in s.calls if c.use.name == "submit_plan" and c.task == task]
-    if any(c.result is not None and says_already_approved(c.result.content) for c in submits):
+    if any(n.event == "plan_approved" for c in submits if c.result for n in c.result.tasks):
         return None  # approved before a compaction took the answer out of the context
     last = answers[-1] if answers else None
-    if last is not None and parse_plan_answer(last.body):
+    if last is not None and last.mail.approved:
         return None
     rejected_at = last.index if last is not None else -1
     if any(c.index > rejected_at for c in submits):

@@ -2,10 +2,11 @@
 
 Who it is, its teammates, its open tasks, its tools and its new mail come as data
 (`request.facts`, `request.tools`), never from the prose written for the model. The
-rest is read fresh from the messages on every call, each through the reader that lives
-beside its writer: older mail (`parse_prompts`), board tool results
-(`team.tasks.wording`), `list_tasks` JSON, the agent's own earlier tool calls and the
-progress lines its summaries carried over. Nothing is remembered between calls. Without
+rest is read fresh from the messages on every call: older mail and the board's results
+from the blocks' data (`TextBlock.mail`, `TaskNote`s), `list_tasks` JSON, the agent's
+own earlier tool calls and the progress lines its own summaries carried over (the
+simulator's own words, read back by the simulator). Nothing is remembered between
+calls. Without
 facts (a scripted test, a request that came over the wire) the agent is
 `request.agent`, knows no teammates and learns its tasks from the mail, the claims and
 the `list_tasks` results it sees.
@@ -18,10 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from team.core.conversation import ToolResultBlock, ToolUseBlock
+from team.core.conversation import InboxMail, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import ModelRequest
-from team.mailbox.message import InboxMail, parse_prompts
-from team.tasks.wording import parse_claimed
 
 CLOSED = frozenset({"completed", "complete", "done", "closed", "cancelled", "canceled", "failed"})
 BOARD_CHECK = "Checking the task board for unclaimed work."
@@ -149,7 +148,7 @@ def read_situation(request: ModelRequest) -> Situation:
         if not text.strip():
             continue
         s.turn_start = i
-        _apply_user_text(s, text, index=i, guess=facts is None)
+        _apply_user_text(s, msg, text, index=i, guess=facts is None)
     if facts is not None:
         s.new_mail = [Mail(m) for m in facts.new_mail]
         return s
@@ -162,7 +161,7 @@ def read_situation(request: ModelRequest) -> Situation:
     return s
 
 
-def _apply_user_text(s: Situation, text: str, *, index: int, guess: bool) -> None:
+def _apply_user_text(s: Situation, msg: Message, text: str, *, index: int, guess: bool) -> None:
     if SUMMARY_HEAD in text:
         s.carried += text
         for task, step, of in progress(text):
@@ -170,7 +169,8 @@ def _apply_user_text(s: Situation, text: str, *, index: int, guess: bool) -> Non
             s.resumed[task] = step  # re-inserted: the last task mentioned comes last
             if step >= of:
                 s.finished.add(task)  # its last step (the completion) was taken
-    for m in parse_prompts(text):
+    blocks = [b for b in msg.content if isinstance(b, TextBlock)]
+    for m in (b.mail for b in blocks if b.mail is not None):
         mail = Mail(m, index)
         s.mail.append(mail)
         if mail.type == "task" and mail.task is not None:
@@ -180,9 +180,11 @@ def _apply_user_text(s: Situation, text: str, *, index: int, guess: bool) -> Non
             s.subjects.setdefault(mail.task, mail.first_line[:80])
         elif mail.type == "revoked" and mail.task is not None:
             s.closed.add(mail.task)  # cancelled or reassigned: stop working on it
-    if guess and (claim := parse_claimed(text)):  # the loop took an open task for us
-        s.owner[claim[0]] = "me"
-        s.subjects.setdefault(claim[0], claim[1][:80])
+    if not guess:
+        return
+    for note in (n for b in blocks for n in b.tasks if n.event == "claimed"):
+        s.owner[note.id] = "me"  # the loop took an open task for us
+        s.subjects.setdefault(note.id, note.subject[:80])
 
 
 def _apply_call(s: Situation, call: Call) -> None:

@@ -11,12 +11,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from team.core.conversation import Message, render_block
+from team.core.conversation import (
+    InboxMail,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    render_block,
+)
 from team.core.facts import iter_paths, task_ids
 from team.llm.base import AgentFacts
 from team.llm.sim_reading import BOARD_CHECK, SUMMARY_HEAD, progress
-from team.mailbox.message import InboxMail, parse_prompts
-from team.tasks.wording import parse_claimed, parse_completed
 
 MAX_CHARS = 7600  # ~1,900 tokens: the ceiling whatever the input
 MIN_CHARS = 900
@@ -38,6 +43,7 @@ def summarise(
     focus: str = "",
     max_tokens: int = 2000,
     facts: AgentFacts | None = None,
+    segment: tuple[Message, ...] = (),
 ) -> str:
     """An extractive structured summary of `messages`, guided by the agent's focus.
 
@@ -49,6 +55,8 @@ def summarise(
         messages: the segment to summarise, as the compactor sent it.
         max_tokens: the reply's token limit; the summary stays under it.
         facts: who the agent is (its teammates are always named), when known.
+        segment: the stored segment, whose blocks' data (mail, the board's task notes)
+            say who wrote and what happened to which task; default: `messages`.
     """
     text = "\n".join(render_block(b) for m in messages for b in m.content)
     lines = _lines(text)
@@ -60,8 +68,7 @@ def summarise(
         # Stable sort: focus lines first, then prose before raw tool output, else in order.
         return sorted(hits, key=lambda ln: (not _matches(ln, words), not _prose(ln)))
 
-    mails = parse_prompts(text)
-    done, claimed = _board_lines(text)
+    mails, done, claimed = _segment_data(segment or tuple(messages))
     tasks = _tasks(text, mails, facts, claimed)
     names = _names(mails, facts)
     paths = _paths(text, words)
@@ -220,20 +227,28 @@ def _tasks(
     return dict(sorted(tasks.items()))
 
 
-def _board_lines(text: str) -> tuple[set[int], dict[int, str]]:
-    """Tasks the board said were completed, and claimed ones with their subjects: read
-    line by line with the readers beside the board tools' writers (`team.tasks.wording`)."""
+def _segment_data(
+    messages: tuple[Message, ...],
+) -> tuple[list[InboxMail], set[int], dict[int, str]]:
+    """The mail in the segment, the tasks the board said were completed, and the claimed
+    ones with their subjects: from the blocks' data, never from their text."""
+    mails: list[InboxMail] = []
     done: set[int] = set()
     claimed: dict[int, str] = {}
-    if "task #" not in text:
-        return done, claimed
-    for ln in text.splitlines():
-        ln = ln.lstrip()
-        if (t := parse_completed(ln)) is not None:
-            done.add(t)
-        elif claim := parse_claimed(ln):
-            claimed.setdefault(*claim)
-    return done, claimed
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, TextBlock) and b.mail is not None:
+                mails.append(b.mail)
+            elif isinstance(b, ToolResultBlock):
+                mails += b.mail
+            if isinstance(b, ToolUseBlock):
+                continue
+            for n in b.tasks:
+                if n.event == "completed":
+                    done.add(n.id)
+                elif n.event == "claimed":
+                    claimed.setdefault(n.id, n.subject)
+    return mails, done, claimed
 
 
 MAX_TASK_LINES = 30

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from team.core.conversation import Message, TextBlock, ToolResultBlock
-
-
-@dataclass(frozen=True, slots=True)
-class InboxMail:
-    """One inbox message as the model is shown it, as data (`MailMessage.as_prompt` writes it)."""
-
-    sender: str
-    type: str
-    id: str
-    task: int | None
-    body: str
-
+from team.core.conversation import InboxMail, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 MessageType = Literal[
     "message",
@@ -54,58 +40,19 @@ class MailMessage(BaseModel):
     timestamp: float = Field(default_factory=time.time)
     task_id: int | None = None
 
+    approved: bool | None = None
+    """A `plan_response`: whether the plan was approved (the text says it for the model)."""
+
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
 
     def as_mail(self) -> InboxMail:
         """The message as the model is shown it, as data (`AgentFacts.new_mail`)."""
-        return InboxMail(self.sender, self.type, self.id, self.task_id, self.content)
+        return InboxMail(self.sender, self.type, self.id, self.task_id, self.content, self.approved)
 
-    def as_prompt(self) -> str:
-        """How the message reaches the model: sender, type and id in view."""
-        return render_prompt(self.as_mail())
-
-
-# The one writer of the <message> envelope and, beside it, its one reader: only for the
-# older mail a context still holds as text (new mail reaches a model as `AgentFacts`).
-_OPEN = '<message from="'
-_CLOSE = "\n</message>"
-_HEAD = re.compile(
-    r'<message from="([^"\n]{0,200})" type="([^"\n]{0,64})" id="([^"\n]{0,200})"'
-    r'(?: task="(\d{1,18})")?>\n'
-)
-
-
-def render_prompt(mail: InboxMail) -> str:
-    task = f' task="{mail.task}"' if mail.task is not None else ""
-    return (
-        f'<message from="{mail.sender}" type="{mail.type}" id="{mail.id}"{task}>\n'
-        f"{mail.body}{_CLOSE}"
-    )
-
-
-def parse_prompts(text: str) -> list[InboxMail]:
-    """The messages `render_prompt` wrote into `text`, in order.
-
-    Linear in the text: each character is looked at a bounded number of times (a 10 MB
-    message must not stall the reader), so a message whose body holds the closing tag
-    ends there.
-    """
-    out: list[InboxMail] = []
-    at = text.find(_OPEN)
-    while at >= 0:
-        head = _HEAD.match(text, at)
-        if head is None:
-            at = text.find(_OPEN, at + 1)
-            continue
-        end = text.find(_CLOSE, head.end())
-        if end < 0:
-            break  # unclosed: nothing after it can be a whole message either
-        body = text[head.end() : end]
-        task = int(head[4]) if head[4] else None
-        out.append(InboxMail(head[1], head[2], head[3], task, body))
-        at = text.find(_OPEN, end + len(_CLOSE))
-    return out
+    def as_block(self) -> TextBlock:
+        """The message as user content: its text rendered from its data."""
+        return TextBlock.of_mail(self.as_mail())
 
 
 def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
@@ -115,8 +62,26 @@ def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
     out: list[InboxMail] = []
     for m in messages[last + 1 :]:
         for b in m.content:
-            if isinstance(b, TextBlock):
-                out += parse_prompts(b.text)
-            elif isinstance(b, ToolResultBlock) and b.name == "read_inbox":
-                out += parse_prompts(b.content)
+            if isinstance(b, TextBlock) and b.mail is not None:
+                out.append(b.mail)
+            elif isinstance(b, ToolResultBlock):
+                out += b.mail
     return out
+
+
+def told_tasks(messages: list[Message]) -> set[int]:
+    """The ids of every task the conversation has told the agent about, from the
+    blocks' data: task mail, board results, nudges, the identity block after a
+    compaction, and the agent's own calls that name a task."""
+    known: set[int] = set()
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                task = str(b.input.get("task_id", "")).strip().lstrip("#")
+                if task.isdigit():
+                    known.add(int(task))
+                continue
+            known.update(n.id for n in b.tasks)
+            mails = b.mail if isinstance(b, ToolResultBlock) else (b.mail,) if b.mail else ()
+            known.update(x.task for x in mails if x.task is not None)
+    return known

@@ -36,16 +36,14 @@ from team.agents.session.log import SessionLogError, read_records
 from team.agents.state import StepFailed
 from team.agents.tools.toolbox import ToolResult
 from team.compaction.records import AssistantTurn, Record, UserTurn
-from team.core.conversation import Block, Message, TextBlock, ToolResultBlock
+from team.core.conversation import Block, Message, ToolResultBlock
 from team.core.errors import UserError
 from team.core.events import EventSink
 from team.llm.base import ModelError, ModelRequest
 from team.llm.sim import SimModel
-from team.mailbox.message import parse_prompts
 from team.mailbox.waker import PollingWaker
 from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
-from team.tasks.wording import parse_claimed, parse_completed
 from team.workspace.config import CompactionConfig, ConfigError, TeamConfig, parse_config
 from team.workspace.places import Workspace
 
@@ -173,19 +171,19 @@ class _LogBoard:
     done: set[int] = field(default_factory=set)
 
     def see(self, blocks: list[Block]) -> None:
-        """Learn from one user record, through the readers beside the writers: task mail
-        (`parse_prompts`), claims and completions (`team.tasks.wording`)."""
+        """Learn from one user record's data: task mail, claims and completions."""
         for b in blocks:
-            text = b.text if isinstance(b, TextBlock) else ""
-            if isinstance(b, ToolResultBlock) and not b.is_error:
-                text = b.content
-                if (done := parse_completed(text)) is not None:
-                    self.done.add(done)
-            for mail in parse_prompts(text):
+            mails = b.mail if isinstance(b, ToolResultBlock) else (b.mail,) if b.mail else ()
+            for mail in mails:
                 if mail.type == "task" and mail.task is not None:
                     self.subjects.setdefault(mail.task, _first_line(mail.body))
-            if claim := parse_claimed(text):
-                self.subjects.setdefault(*claim)
+            if isinstance(b, ToolResultBlock) and b.is_error:
+                continue
+            for note in b.tasks:
+                if note.event == "completed":
+                    self.done.add(note.id)
+                elif note.event == "claimed":
+                    self.subjects.setdefault(note.id, note.subject)
 
     def open_for(self, agent: str) -> list[Any]:
         return [_Task(t, s) for t, s in sorted(self.subjects.items()) if t not in self.done]

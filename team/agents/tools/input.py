@@ -5,16 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from team.core.conversation import TaskNote
 from team.core.errors import UserError
 from team.llm.base import ToolSpec
 
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What goes back to the model as a `tool_result`."""
+    """What goes back to the model as a `tool_result`: its text, and what it did to the
+    board as data (`tasks`), which the loop, replay and the simulator read instead of
+    the text."""
 
     content: str
     is_error: bool = False
+    tasks: tuple[TaskNote, ...] = ()
 
 
 class ToolInputError(UserError):

@@ -24,6 +24,7 @@ from team.agents.tools.input import (
     spec,
     text,
 )
+from team.core.conversation import TaskNote
 from team.core.events import AgentEvent, EventSink
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
@@ -184,21 +185,22 @@ class TaskTools:
         tasks.sort(key=lambda t: t.id)
         return json.dumps([t.model_dump() for t in tasks], indent=1)
 
-    def claim_task(self, input: dict[str, Any]) -> str:
+    def claim_task(self, input: dict[str, Any]) -> ToolResult:
         task_id = need_int(input, "task_id")
         was = self.board.get(task_id)
         task = self.board.claim(task_id, self.agent)
+        note = (TaskNote(task.id, "claimed", task.subject),)
         if was.owner == self.agent and was.status == "in_progress":
             # claimed already (the loop takes open tasks itself): one event, not two
-            return wording.already_claimed(task.id, task.subject)
+            return ToolResult(wording.already_claimed(task.id, task.subject), tasks=note)
         self._event("claimed", f"#{task.id} {task.subject}")
         plan = self.plan_approval and task.plan_state != "approved"
-        return wording.claimed(task.id, task.subject, plan_note=plan)
+        return ToolResult(wording.claimed(task.id, task.subject, plan_note=plan), tasks=note)
 
-    def complete_task(self, input: dict[str, Any]) -> str | ToolResult:
+    def complete_task(self, input: dict[str, Any]) -> ToolResult:
         return self._complete(need_int(input, "task_id"), opt_str(input, "result"))
 
-    def create_task(self, input: dict[str, Any]) -> str:
+    def create_task(self, input: dict[str, Any]) -> ToolResult:
         subject = need_str(input, "subject")
         owner = opt_str(input, "owner")
         if owner is not None:
@@ -213,9 +215,10 @@ class TaskTools:
         self._event("created", f"#{task.id} {task.subject}")
         self.teamwork.assigned(task, self.agent)
         waits = _refs(task.blocked_by) if task.status == "blocked" else ""
-        return wording.created(task.id, task.subject, owner=owner, waits_on=waits)
+        text = wording.created(task.id, task.subject, owner=owner, waits_on=waits)
+        return ToolResult(text, tasks=(TaskNote(task.id, "created", task.subject),))
 
-    def update_task(self, input: dict[str, Any]) -> str | ToolResult:
+    def update_task(self, input: dict[str, Any]) -> ToolResult:
         task_id = need_int(input, "task_id")
         status, result, owner = (
             opt_str(input, "status"),
@@ -232,6 +235,7 @@ class TaskTools:
                 f"unknown status {status!r} (one of: {', '.join(UPDATABLE)}){hint}"
             )
         done: list[str] = []
+        notes: list[TaskNote] = []
         if "blocked_by" in input:
             self._may_manage(task_id)
             t = self.board.set_blocked_by(task_id, _ids(input, "blocked_by"))
@@ -240,16 +244,19 @@ class TaskTools:
             done.append(self._reassign(task_id, owner))
         if status == "completed":
             out = self._complete(task_id, result)
-            if isinstance(out, ToolResult):
+            if out.is_error:
                 return out
-            done.append(out)
+            done.append(out.content)
+            notes += out.tasks
         elif status == "failed":
             t = self.board.fail(task_id, self.agent, result)
             self._event("failed", f"#{t.id} {t.subject}")
             self.teamwork.failed(t, self.agent)
             done.append(f"task #{t.id} marked failed")
         elif status == "in_progress":
-            done.append(self.claim_task({"task_id": task_id}))
+            out = self.claim_task({"task_id": task_id})
+            done.append(out.content)
+            notes += out.tasks
         elif status == "pending":
             t = self.board.release(task_id, self.agent)
             done.append(f"task #{t.id} is pending again (still yours)")
@@ -259,14 +266,17 @@ class TaskTools:
             t = self.board.cancel(task_id)
             self.teamwork.cancelled(t, self.agent, before.status)
             done.append(f"task #{t.id} cancelled")
-        return f"task #{task_id}: " + "; ".join(done)
+        return ToolResult(f"task #{task_id}: " + "; ".join(done), tasks=tuple(notes))
 
-    def submit_plan(self, input: dict[str, Any]) -> str:
+    def submit_plan(self, input: dict[str, Any]) -> str | ToolResult:
         if not self.plan_approval:
             raise ToolInputError("you do not work under plan approval: just go ahead")
-        task = self.board.submit_plan(
-            need_int(input, "task_id"), self.agent, need_str(input, "plan")
-        )
+        task_id = need_int(input, "task_id")
+        if self.board.get(task_id).plan_state == "approved":
+            # said as data too: an agent whose context lost the approval learns it here
+            note = (TaskNote(task_id, "plan_approved"),)
+            return ToolResult(f"submit_plan: {wording.already_approved(task_id)}", True, note)
+        task = self.board.submit_plan(task_id, self.agent, need_str(input, "plan"))
         to = self.teamwork.plan_submitted(task, self.agent)
         self._event("plan_submitted", f"#{task.id} to {to}")
         return (
@@ -288,13 +298,14 @@ class TaskTools:
 
     # -- the parts ----------------------------------------------------------------------
 
-    def _complete(self, task_id: int, result: str | None) -> str | ToolResult:
+    def _complete(self, task_id: int, result: str | None) -> ToolResult:
         now = time.time()
         task = self.board.get(task_id)  # the task and what it waits on: all the checks need
         records = {task_id: task, **{b: self.board.get(b) for b in task.blocked_by}}
         current = rules.finish(records, task_id, self.agent, "completed", result, now)  # checks
+        done = (TaskNote(task_id, "completed", task.subject),)
         if records[task_id].status == "completed":
-            return wording.already_completed(task_id)
+            return ToolResult(wording.already_completed(task_id), tasks=done)
         if self.plan_approval and current.plan_state != "approved":
             raise TaskError(
                 f"task #{task_id} needs an approved plan first: submit_plan and wait for the answer"
@@ -324,7 +335,7 @@ class TaskTools:
         saved = self._commit(task)
         freed = self.teamwork.completed(task, self.agent)
         after = f"; unblocked {_refs(t.id for t in freed)}" if freed else ""
-        return wording.completed(task.id, task.subject, saved + after)
+        return ToolResult(wording.completed(task.id, task.subject, saved + after), tasks=done)
 
     def _commit(self, task: Task) -> str:
         if self.config.team.isolation != "worktree":

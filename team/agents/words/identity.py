@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from team.core.conversation import InboxMail
 from team.llm.base import AgentFacts
-from team.mailbox.message import InboxMail
 from team.workspace.config import AgentConfig, TeamConfig
 
 TOOL_GUIDE = """\

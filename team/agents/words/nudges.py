@@ -1,6 +1,6 @@
 """What the loop itself says to the model, one writer each (docs/design.md, "The loop").
 
-Tasks are anything with `id` and `subject` (the board's `Task`, replay's stand-ins).
+A nudge that names tasks is a `TextBlock` that carries them as data too (`TaskNote`).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from team.core.conversation import TaskNote, TextBlock
 from team.tasks import wording
 
 CUT_CALL = (
@@ -26,23 +27,30 @@ def listing(tasks: Iterable[Any]) -> str:
     return "; ".join(f"#{t.id} {t.subject}" for t in tasks)
 
 
-def claimed(task: Any) -> str:
-    """The board gave the agent an open task nobody had claimed (read back by
-    `team.tasks.wording.parse_claimed`, which lives beside the words)."""
-    return wording.claimed_open(task.id, task.subject, task.description)
+def claimed(task: Any) -> TextBlock:
+    """The board gave the agent an open task nobody had claimed."""
+    text = wording.claimed_open(task.id, task.subject, task.description)
+    return TextBlock(text, tasks=(TaskNote(task.id, "claimed", task.subject),))
 
 
-def untold(tasks: Iterable[Any]) -> str:
+def untold(tasks: list[Any]) -> TextBlock:
     """Tasks the agent owns that its conversation never mentioned (a crash after a claim)."""
-    return f"You own these open tasks: {listing(tasks)}. Work on them."
+    return TextBlock(
+        f"You own these open tasks: {listing(tasks)}. Work on them.", tasks=_open(tasks)
+    )
 
 
-def reminder(tasks: Iterable[Any]) -> str:
+def reminder(tasks: list[Any]) -> TextBlock:
     """The turn is ending while the agent still owns tasks it can act on."""
-    return (
+    text = (
         f"Reminder: you still own open tasks: {listing(tasks)}. Complete them "
         "with complete_task, or say why you cannot."
     )
+    return TextBlock(text, tasks=_open(tasks))
+
+
+def _open(tasks: Iterable[Any]) -> tuple[TaskNote, ...]:
+    return tuple(TaskNote(t.id, "open", t.subject) for t in tasks)
 
 
 def keep_working(why: str) -> str:
