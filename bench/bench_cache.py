@@ -38,7 +38,7 @@ from team.compaction.records import UserTurn
 from team.compaction.transcripts import TranscriptStore
 from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from team.core.events import MemorySink
-from team.llm.base import ModelRequest, ToolSpec
+from team.llm.base import AgentFacts, ModelRequest, Prefix, ToolSpec
 from team.llm.prices import READ, WRITE_5M, billed_input
 from team.llm.sim import SimModel, cache_pieces
 from team.workspace.config import CompactionConfig
@@ -110,12 +110,12 @@ def drive(
 
     with tempfile.TemporaryDirectory() as tmp:
         compactor = Compactor(
-            agent="alice",
-            config=config,
-            model=Recording(),
-            transcripts=TranscriptStore(Path(tmp)),
-            sink=MemorySink(),
-            overhead_chars=len(SYSTEM) + sum(len(str(t.to_api())) for t in TOOLS),
+            config,
+            Recording(),
+            TranscriptStore(Path(tmp)),
+            MemorySink(),
+            facts=AgentFacts("alice", "coder", "bench"),
+            prefix=Prefix(SYSTEM, tuple(TOOLS)),
         )
         history = History(messages=[Message.user("Please work on task #1.")])
         for call, result in rounds:
@@ -129,7 +129,8 @@ def drive(
                 )
                 if rec is not None:
                     history.apply(rec)
-            view, breakpoints = compactor.prepare(history)
+            prepared = compactor.prepare(history)
+            view, breakpoints = prepared.view, prepared.breakpoints
             request = ModelRequest(
                 system=SYSTEM,
                 messages=view,

@@ -26,6 +26,7 @@ from team.core.conversation import (
     validate,
 )
 from team.core.events import MemorySink
+from team.llm.base import AgentFacts
 from team.llm.scripted import ScriptedModel
 from team.workspace.config import CompactionConfig
 
@@ -67,11 +68,11 @@ def main() -> None:
     for n in (100, 1_000, 10_000):
         h = history(n)
         compactor = Compactor(
-            agent="bench",
-            config=CompactionConfig(),
-            model=ScriptedModel(),
-            transcripts=TranscriptStore(Path(tempfile.gettempdir()) / "bench-transcripts"),
-            sink=MemorySink(),
+            CompactionConfig(),
+            ScriptedModel(),
+            TranscriptStore(Path(tempfile.gettempdir()) / "bench-transcripts"),
+            MemorySink(),
+            facts=AgentFacts("bench", "bench", "bench"),
         )
 
         def pipeline(h=h, compactor=compactor):

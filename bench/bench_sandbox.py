@@ -19,6 +19,7 @@ import time
 from team.agents.tools.toolbox import Toolbox
 from team.sandbox.bwrap import detect
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace.config import parse_config
 from team.workspace.places import Workspace
 
@@ -27,7 +28,7 @@ COMMANDS = ["true", "echo hello", "ls -la", "grep -c def src/app.py", "cat src/a
 
 def toolbox(ws: Workspace, mode: str) -> Toolbox:
     config = parse_config({"team": {"sandbox": mode}, "agents": [{"name": "a", "role": "r"}]})
-    return Toolbox(ws, "a", config, TaskBoard(ws.tasks_dir))
+    return Toolbox(Crew(ws, config, TaskBoard(ws.tasks_dir)), "a")
 
 
 def main() -> None:

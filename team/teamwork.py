@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from team.backends import post
 from team.core.errors import UserError
 from team.core.events import EventSink
+from team.mailbox.base import Inboxes
 from team.mailbox.message import MailMessage
 from team.tasks import Board, Task, wording
 from team.workspace.config import TeamConfig
@@ -47,28 +49,31 @@ class Courier(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Crew:
+    """What every part that acts for the team shares: the workspace, team.toml, the
+    board, where events go, the inboxes, and how notices travel."""
+
+    ws: Workspace
+    config: TeamConfig
+    board: Board
+    sink: EventSink | None = None
+    inboxes: Inboxes | None = None
+    """The running node's backend; None: the one team.toml names, opened per send."""
+    courier: Courier | None = None
+    """How notices go out (a running node's outbox); None: delivered at once."""
+
+
 class Teamwork:
-    """The messages of coordination, sent on behalf of `sender` (an agent or `user`).
+    """The messages of coordination, sent on behalf of `sender` (an agent or `user`)."""
 
-    Args:
-        courier: how notices go out (a running node's outbox); None: delivered at once
-            through the backend team.toml names.
-    """
-
-    def __init__(
-        self,
-        ws: Workspace,
-        config: TeamConfig,
-        board: Board,
-        sink: EventSink | None = None,
-        *,
-        courier: Courier | None = None,
-    ) -> None:
-        self.ws = ws
-        self.config = config
-        self.board = board
-        self.sink = sink
-        self.courier = courier
+    def __init__(self, crew: Crew) -> None:
+        self.crew = crew
+        self.ws = crew.ws
+        self.config = crew.config
+        self.board = crew.board
+        self.sink = crew.sink
+        self.courier = crew.courier
 
     @property
     def lead(self) -> str | None:

@@ -65,14 +65,16 @@ def add_task(root: Path, text: str, owner: str | None = None, blocked_by=()) -> 
     """`team assign OWNER TEXT` (or `--any`) in process: the library call the command
     makes (tests/test_tasks_cli.py runs the command itself)."""
     from team.backends.base import open_backend
-    from team.teamwork import Teamwork
+    from team.teamwork import Crew, Teamwork
     from team.workspace.places import Workspace
 
     ws = Workspace.at(root)
     config = ws.load_config()
     backend = open_backend(ws, config)
     try:
-        task, _ = Teamwork(ws, config, backend.board()).assign(text, owner, blocked_by=blocked_by)
+        task, _ = Teamwork(Crew(ws, config, backend.board())).assign(
+            text, owner, blocked_by=blocked_by
+        )
     finally:
         backend.close()
     return task.id

@@ -88,9 +88,10 @@ def read(tier: Tier, agent: str, die_at: str | None) -> None:
     reader = build_agent(parts, agent)
     reader.resume()
     print("ready", flush=True)
-    while reader.mailbox.has_pending():
+    mailbox = parts.inboxes.mailbox(agent)
+    while mailbox.has_pending():
         reader.take_inbox()
-    reader.session.close()
+    reader.close()
     print("drained", flush=True)
 
 

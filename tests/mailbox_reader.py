@@ -81,9 +81,10 @@ def main() -> None:
     agent = build_agent(parts, "alice", waker=PollingWaker(parts.stop))
     agent.resume()
     print("ready", flush=True)
-    while agent.mailbox.has_pending():
+    mailbox = parts.inboxes.mailbox("alice")
+    while mailbox.has_pending():
         agent.take_inbox()
-    agent.session.close()
+    agent.close()
     print("drained", flush=True)
 
 

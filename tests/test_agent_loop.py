@@ -109,8 +109,8 @@ def test_a_failed_model_call_changes_nothing_and_is_retried(tmp_path):
     assert model.requests[0].messages == model.requests[1].messages
     again = runtime(ws, ScriptedModel()).build_agent("alice")
     again.resume()
-    assert [m.role for m in again.history.messages] == ["user", "assistant"]
-    assert again.history.messages[-1] == Message("assistant", (TextBlock("fine now"),))
+    assert [m.role for m in again.context.messages] == ["user", "assistant"]
+    assert again.context.messages[-1] == Message("assistant", (TextBlock("fine now"),))
 
 
 def test_shutdown_is_answered_in_the_requesters_inbox(tmp_path):
@@ -195,7 +195,7 @@ def test_shutdown_during_a_tool_batch_keeps_the_batch_and_repeats_nothing(tmp_pa
     assert [m.type for m in answers] == ["shutdown_response"]
     again = runtime(ws, ScriptedModel(default=reply("ok"))).build_agent("alice")
     again.resume()
-    results = [b for b in again.history.messages[-1].content if isinstance(b, ToolResultBlock)]
+    results = [b for b in again.context.messages[-1].content if isinstance(b, ToolResultBlock)]
     assert {r.tool_use_id for r in results} == {"toolu_s", "toolu_r"}
     assert not any("Interrupted" in r.content for r in results)
 
@@ -231,14 +231,14 @@ def test_a_crash_between_archive_and_log_loses_nothing(tmp_path):
     deliver(ws, "alice", "go", sender="user")
     agent = runtime(ws, model).build_agent("alice")
     agent.run(until_idle=True)
-    before = [m.to_dict() for m in agent.history.messages]
-    rec = agent.compactor.compact(
-        agent.history, identity=agent.identity(), layer="manual", trigger="test"
+    before = [m.to_dict() for m in agent.context.messages]
+    rec = agent.context.compactor.compact(
+        agent.context.history, identity=agent.identity(), layer="manual", trigger="test"
     )
     assert rec is not None  # ...and the process dies before the record is appended
     again = runtime(ws, ScriptedModel()).build_agent("alice")
     again.resume()
-    assert [m.to_dict() for m in again.history.messages] == before
+    assert [m.to_dict() for m in again.context.messages] == before
     assert len(list(ws.transcripts_dir("alice").glob("*.jsonl"))) == 1
 
 

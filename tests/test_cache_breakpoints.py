@@ -23,7 +23,7 @@ from team.core.conversation import Message, TextBlock, ToolResultBlock, ToolUseB
 from team.core.events import MemorySink
 from team.llm.anthropic_model import AnthropicModel
 from team.llm.anthropic_request import request_params
-from team.llm.base import ModelRequest, ToolSpec
+from team.llm.base import AgentFacts, ModelRequest, Prefix, ToolSpec
 from team.llm.sim import SimModel, cache_pieces
 from team.workspace.config import CompactionConfig
 
@@ -59,19 +59,20 @@ def drive(model, config: CompactionConfig, n: int, tmp_path, out: dict | None = 
     """Send the sequence through `model` as the agent loop would; (request, usage) each."""
     clock = Pause()
     compactor = Compactor(
-        agent="alice",
-        config=config,
-        model=model,
-        transcripts=TranscriptStore(tmp_path / "transcripts"),
-        sink=MemorySink(),
-        overhead_chars=len(SYSTEM),
+        config,
+        model,
+        TranscriptStore(tmp_path / "transcripts"),
+        MemorySink(),
+        facts=AgentFacts("alice", "coder", "demo"),
+        prefix=Prefix(SYSTEM, tuple(TOOLS)),
         clock=clock,
     )
     history = History(messages=[Message.user("Please work on task #1.")])
     sent = []
     for k, (call, result) in enumerate(rounds(n)):
         clock.calls = k
-        view, breakpoints = compactor.prepare(history)
+        prepared = compactor.prepare(history)
+        view, breakpoints = prepared.view, prepared.breakpoints
         request = ModelRequest(
             system=SYSTEM, messages=view, tools=TOOLS, cache_breakpoints=breakpoints, agent="a"
         )
@@ -243,7 +244,6 @@ def test_a_summary_reads_the_agents_cached_prefix_and_carries_the_cleared_text(a
         identity="You are 'alice'.",
         layer="manual",
         trigger="tool",
-        prefix=(SYSTEM, TOOLS),
     )
     assert rec is not None and "Fix it." in rec.first.text()
     body = api.requests[-1]

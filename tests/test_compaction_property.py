@@ -16,6 +16,7 @@ from team.core.conversation import (
     validate,
 )
 from team.core.events import MemorySink
+from team.llm.base import AgentFacts
 from team.llm.scripted import ScriptedModel, reply
 from team.workspace.config import CompactionConfig
 
@@ -81,11 +82,11 @@ IDENTITY = "<identity>You are 'alice', role: coder, team: demo. Open tasks: none
 @given(conversations(), configs)
 def test_every_post_compaction_context_is_valid_and_starts_with_identity(tmp_path, msgs, cfg):
     compactor = Compactor(
-        agent="alice",
-        config=cfg,
-        model=ScriptedModel(summary=reply("## Current work\nthe parser")),
-        transcripts=TranscriptStore(tmp_path / "t"),
-        sink=MemorySink(),
+        cfg,
+        ScriptedModel(summary=reply("## Current work\nthe parser")),
+        TranscriptStore(tmp_path / "t"),
+        MemorySink(),
+        facts=AgentFacts("alice", "coder", "demo"),
     )
     h = History(list(msgs))
     for layer in ("auto", "manual", "auto"):

@@ -4,12 +4,12 @@ import threading
 import pytest
 from helpers import conversation, tool_round
 
-from team.compaction.compactor import MAX_FAILURES, Compactor
+from team.compaction.compactor import MAX_FAILURES, Compactor, SummaryLimits
 from team.compaction.history import History
 from team.compaction.transcripts import TranscriptStore, read_transcript
 from team.core.conversation import Message, ToolResultBlock, validate
 from team.core.events import AgentEvent, CompactionEvent, MemorySink
-from team.llm.base import ModelError, Usage
+from team.llm.base import AgentFacts, ModelError, Usage
 from team.llm.scripted import ScriptedModel, reply
 from team.workspace.config import CompactionConfig
 
@@ -29,14 +29,12 @@ def make(tmp_path, agent="alice", model=None, budget=120_000, **cfg):
     sink = MemorySink()
     model = model or ScriptedModel(summary=summary_of)
     c = Compactor(
-        agent=agent,
-        config=CompactionConfig(**cfg),
-        model=model,
-        transcripts=TranscriptStore(tmp_path / ".transcripts" / agent),
-        sink=sink,
-        teammates=["bob"],
-        root=tmp_path,
-        summary_input_budget=budget,
+        CompactionConfig(**cfg),
+        model,
+        TranscriptStore(tmp_path / ".transcripts" / agent, tmp_path),
+        sink,
+        facts=AgentFacts(agent, "coder", "demo", (("bob", "tester"),)),
+        summary=SummaryLimits(input_budget_tokens=budget),
     )
     return c, sink, model
 

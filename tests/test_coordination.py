@@ -13,6 +13,7 @@ from conftest import add_task, run_team
 from team.agents.tools.toolbox import Toolbox, ToolResult
 from team.mailbox.maildir import MaildirMailbox
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace.config import parse_config
 from team.workspace.places import Workspace
 
@@ -48,7 +49,7 @@ def make_ws(
 
 
 def box(ws: Workspace, agent: str) -> Toolbox:
-    return Toolbox(ws, agent, ws.load_config(), TaskBoard(ws.tasks_dir), bash_timeout=10)
+    return Toolbox(Crew(ws, ws.load_config(), TaskBoard(ws.tasks_dir)), agent, bash_timeout=10)
 
 
 def ok(r: ToolResult) -> str:

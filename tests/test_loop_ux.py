@@ -133,6 +133,7 @@ def test_team_budget_through_team_up_and_status(tmp_path):
 def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
     from team.agents.tools.toolbox import Toolbox
     from team.tasks import TaskBoard
+    from team.teamwork import Crew
 
     ws = workspace(tmp_path)
     board = TaskBoard(ws.tasks_dir)
@@ -141,7 +142,7 @@ def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
         board.claim(t.id, "alice")
         board.complete(t.id, "alice", "done")
     open_ones = [board.create(f"open task {i}").id for i in range(3)]
-    box = Toolbox(ws, "alice", ws.load_config(), board)
+    box = Toolbox(Crew(ws, ws.load_config(), board), "alice")
     listed = json.loads(box.run("list_tasks", {}).content)
     ids = [t["id"] for t in listed]
     assert set(open_ones) <= set(ids)

@@ -15,7 +15,7 @@ from tiers import Tier
 
 from team.backends.outbox import Outbox
 from team.backends.redis_inbox import RedisMailbox
-from team.teamwork import Teamwork
+from team.teamwork import Crew, Teamwork
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def test_notices_sent_while_redis_is_down_arrive_when_it_is_back(
     two = board.create("Write the report", owner="bob")
     outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
     outbox.start()
-    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    teamwork = Teamwork(Crew(tier.ws, tier.config, board, courier=outbox))
     try:
         with caplog.at_level(logging.WARNING):
             server.kill()  # kill -9: Redis is gone
@@ -94,7 +94,7 @@ def test_notices_left_when_the_node_stops_go_out_when_it_starts_again(
     outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
     outbox.start()
     server.kill()
-    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    teamwork = Teamwork(Crew(tier.ws, tier.config, board, courier=outbox))
     teamwork.reassigned(task.model_copy(update={"owner": "carol"}), "bob", "alice")
     with caplog.at_level(logging.WARNING):
         assert outbox.close(timeout=1) == 2  # the node stops while Redis is still away
@@ -130,7 +130,7 @@ def test_a_notice_redis_keeps_refusing_is_set_aside_and_the_others_go_out(
     backend.link.client.set(f"team:{tier.config.team.name}:inbox:bob", "not a stream")
     outbox = Outbox(backend, tier.ws.outbox_dir, stop=stop)
     outbox.start()
-    teamwork = Teamwork(tier.ws, tier.config, board, courier=outbox)
+    teamwork = Teamwork(Crew(tier.ws, tier.config, board, courier=outbox))
     try:
         with caplog.at_level(logging.WARNING):
             teamwork.reassigned(task.model_copy(update={"owner": "carol"}), "bob", "alice")

@@ -22,6 +22,7 @@ from team.sandbox.bwrap import (
     preflight,
 )
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace.config import parse_config
 from team.workspace.places import Workspace
 
@@ -62,7 +63,7 @@ def workspace(tmp_path: Path, team: str = "", extra: str = "") -> Workspace:
 def toolbox(ws: Workspace, agent: str = "alice", **kw: object) -> tuple[Toolbox, MemorySink]:
     sink = MemorySink()
     config = ws.load_config()
-    box = Toolbox(ws, agent, config, TaskBoard(ws.tasks_dir), sink=sink, **kw)  # type: ignore[arg-type]
+    box = Toolbox(Crew(ws, config, TaskBoard(ws.tasks_dir), sink), agent, **kw)  # type: ignore[arg-type]
     return box, sink
 
 

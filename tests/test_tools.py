@@ -13,6 +13,7 @@ import pytest
 from team.agents.tools.toolbox import LOOP_TOOLS, Toolbox, ToolResult, tool_specs
 from team.core.events import DeliveryEvent, MemorySink
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
 
@@ -50,9 +51,9 @@ def sink() -> MemorySink:
     return MemorySink()
 
 
-def make_box(ws: Workspace, agent: str = "alice", **kw: object) -> Toolbox:
-    board = TaskBoard(ws.tasks_dir)
-    return Toolbox(ws, agent, ws.load_config(), board, **kw)  # type: ignore[arg-type]
+def make_box(ws: Workspace, agent: str = "alice", sink=None, **kw: object) -> Toolbox:
+    crew = Crew(ws, ws.load_config(), TaskBoard(ws.tasks_dir), sink)
+    return Toolbox(crew, agent, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture

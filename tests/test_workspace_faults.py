@@ -21,6 +21,7 @@ from conftest import run_team
 
 from team.agents.tools.toolbox import Toolbox
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
 
@@ -56,7 +57,7 @@ def one_clear_line(r: subprocess.CompletedProcess) -> str:
 def test_read_file_refuses_a_fifo_at_once(tmp_path):
     ws = make_ws(tmp_path / "ws")
     os.mkfifo(ws.root / "pipe")  # no writer will ever come: opening it would block for ever
-    box = Toolbox(ws, "alice", ws.load_config(), TaskBoard(ws.tasks_dir))
+    box = Toolbox(Crew(ws, ws.load_config(), TaskBoard(ws.tasks_dir)), "alice")
     result: list = []
     t = threading.Thread(target=lambda: result.append(box.run("read_file", {"path": "pipe"})))
     t.start()

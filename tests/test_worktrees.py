@@ -14,6 +14,7 @@ from conftest import add_task, run_team
 
 from team.agents.tools.toolbox import Toolbox, ToolResult
 from team.tasks import TaskBoard
+from team.teamwork import Crew
 from team.workspace import worktrees
 from team.workspace.places import Workspace
 
@@ -65,7 +66,9 @@ def ok(r: ToolResult) -> str:
 
 def agent_box(ws: Workspace, agent: str) -> Toolbox:
     root = worktrees.ensure(ws, agent)
-    return Toolbox(ws, agent, ws.load_config(), TaskBoard(ws.tasks_dir), root=root, bash_timeout=20)
+    return Toolbox(
+        Crew(ws, ws.load_config(), TaskBoard(ws.tasks_dir)), agent, root=root, bash_timeout=20
+    )
 
 
 def test_two_agents_edit_one_file_both_changes_survive_and_merge_reports_the_conflict(

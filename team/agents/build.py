@@ -7,14 +7,16 @@ compactor counts them into its estimate.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from team.agents.context import Context
+from team.agents.intake import Intake
 from team.agents.loop import Agent
 from team.agents.replies import Tools
+from team.agents.seat import Control, Link, Seat
 from team.agents.session.log import SessionLog
 from team.agents.state import Budget
 from team.agents.tools.toolbox import Toolbox, tool_specs
@@ -23,10 +25,10 @@ from team.backends.base import FilesBackend
 from team.compaction.compactor import AutoGate, Compactor
 from team.compaction.transcripts import TranscriptStore
 from team.core.events import EventSink
-from team.llm.base import Model, ToolSpec
+from team.llm.base import Model, Prefix
 from team.mailbox.base import Inboxes, Waker
 from team.tasks.model import Board
-from team.teamwork import Courier, Teamwork
+from team.teamwork import Courier, Crew, Teamwork
 from team.workspace import worktrees
 from team.workspace.config import CompactionConfig, TeamConfig
 from team.workspace.places import Workspace
@@ -57,11 +59,6 @@ class Parts:
             self.inboxes = FilesBackend(self.ws)
 
 
-def overhead_chars(system: str, tools: list[ToolSpec]) -> int:
-    """What every request carries besides the messages: counted into the estimate."""
-    return len(system) + sum(len(json.dumps(t.to_api())) for t in tools)
-
-
 def build_agent(
     parts: Parts,
     name: str,
@@ -85,53 +82,39 @@ def build_agent(
     config = parts.config
     cfg = config.agent(name)
     facts = agent_facts(cfg, config)
-    system = system_prompt(facts, cfg.prompt)
-    tools = tool_specs(cfg, config)
+    seat = Seat(
+        cfg, config, Prefix(system_prompt(facts, cfg.prompt), tuple(tool_specs(cfg, config)))
+    )
     root = worktrees.ensure(parts.ws, name) if config.team.isolation == "worktree" else None
     compactor = Compactor(
-        agent=name,
-        config=compaction or config.compaction_for(name),
-        model=parts.model,
-        transcripts=TranscriptStore(parts.ws.transcripts_dir(name)),
-        sink=parts.sink,
-        teammates=[a for a in config.names() if a != name],
+        compaction or config.compaction_for(name),
+        parts.model,
+        TranscriptStore(parts.ws.transcripts_dir(name), parts.ws.root),
+        parts.sink,
         facts=facts,
-        overhead_chars=overhead_chars(system, tools),
-        root=parts.ws.root,
+        prefix=seat.prefix,
         gate=gate,
         clock=clock or time.monotonic,
     )
-    teamwork = Teamwork(parts.ws, config, parts.board, parts.sink, courier=parts.courier)
-    if toolbox is None:
-        toolbox = Toolbox(
-            parts.ws,
-            name,
-            config,
-            parts.board,
-            root=root,
-            sink=parts.sink,
-            stop=parts.stop,
-            inboxes=parts.inboxes,
-            teamwork=teamwork,
-        )
-    where = str(root or parts.ws.root)
     assert parts.inboxes is not None
-    return Agent(
-        config=cfg,
-        team=config,
-        system=system,
-        tools=tools,
-        model=parts.model,
-        inboxes=parts.inboxes,
-        board=parts.board,
-        toolbox=toolbox,
-        compactor=compactor,
-        session=SessionLog(parts.ws.session_log(name), fsync=parts.fsync),
-        sink=parts.sink,
-        waker=waker or parts.inboxes.waker(name, parts.stop),
-        stop=parts.stop,
-        started_at=parts.started_at,
-        poll_s=parts.poll_s,
+    crew = Crew(parts.ws, config, parts.board, parts.sink, parts.inboxes, parts.courier)
+    if toolbox is None:
+        toolbox = Toolbox(crew, name, root=root, stop=parts.stop)
+    session = SessionLog(parts.ws.session_log(name), fsync=parts.fsync)
+    teamwork = Teamwork(crew)
+    where = str(root or parts.ws.root)
+    link = Link(
+        Intake(name, parts.inboxes, session, parts.sink, parts.started_at),
+        parts.board,
+        waker or parts.inboxes.waker(name, parts.stop),
         on_idle=lambda: teamwork.going_idle(name, where),
-        budget=parts.budget,
+    )
+    return Agent(
+        seat,
+        parts.model,
+        Context(session, compactor),
+        toolbox,
+        link,
+        Control(parts.stop, parts.budget, parts.poll_s),
+        parts.sink,
     )

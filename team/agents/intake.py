@@ -80,6 +80,18 @@ class Intake:
         for c in claimed:
             self.mailbox.done(c)
 
+    def pending_tasks(self) -> set[int]:
+        """Ids of the tasks that mail still waiting in the inbox is about."""
+        return {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
+
+    def tell_user(self, content: str) -> None:
+        """A line from this agent in the person's inbox (`team inbox user`).
+
+        Raises:
+            OSError: it could not be delivered.
+        """
+        self.inboxes.mailbox(USER).deliver(MailMessage(sender=self.agent, to=USER, content=content))
+
     def forget_unrecorded(self) -> None:
         """Recording failed (e.g. disk full): let the next `receive` return that mail again."""
         self._claimed = []

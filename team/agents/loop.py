@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import errno
 import logging
-import threading
 import time
-from collections.abc import Callable
 
 from team.agents import replies
 from team.agents.backoff import Backoff
-from team.agents.intake import Intake
+from team.agents.context import Context
 from team.agents.replies import Tools
-from team.agents.session.log import SessionLog, interrupted_results
-from team.agents.session.repair import load_repaired
-from team.agents.state import AgentFailed, AgentState, Budget, BudgetReached, Shutdown, StepFailed
-from team.agents.words import notices as user_notices
-from team.agents.words import nudges
+from team.agents.seat import Control, Link, Seat
+from team.agents.session.log import interrupted_results
+from team.agents.state import AgentFailed, AgentState, BudgetReached, Shutdown, StepFailed
+from team.agents.words import notices, nudges
 from team.agents.words.identity import agent_facts, identity_block
 from team.compaction.clip import clip_messages
-from team.compaction.compactor import Compactor
-from team.compaction.history import History
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.core.conversation import (
     Block,
@@ -44,12 +39,9 @@ from team.llm.base import (
     ModelResponse,
     PermanentModelError,
     PromptTooLong,
-    ToolSpec,
 )
-from team.mailbox.base import Inboxes, Waker
 from team.mailbox.message import told_tasks, unanswered_mail
-from team.tasks.model import Board
-from team.workspace.config import AgentConfig, TeamConfig
+from team.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
@@ -61,58 +53,43 @@ PROMPT_TOO_LONG_COMPACTIONS = 2
 
 
 class Agent:
-    """One agent. Built by `team.agents.build.build_agent`; its collaborators are seams."""
+    """One agent. Built by `team.agents.build.build_agent`; its collaborators are seams.
+
+    Args:
+        seat: who it is, and the system prompt and tools every request carries.
+        model: what answers.
+        context: its conversation (session log, history, compactor).
+        toolbox: runs the tools the loop does not handle itself.
+        link: its side of the team: mail in, the board, waking, the idle hook.
+        control: when it stops (the team's stop, its budget) and how often it looks.
+        sink: where its events go.
+    """
 
     def __init__(
         self,
-        *,
-        config: AgentConfig,
-        team: TeamConfig,
-        system: str,
-        tools: list[ToolSpec],
+        seat: Seat,
         model: Model,
-        inboxes: Inboxes,
-        board: Board,
+        context: Context,
         toolbox: Tools,
-        compactor: Compactor,
-        session: SessionLog,
+        link: Link,
+        control: Control,
         sink: EventSink,
-        waker: Waker,
-        stop: threading.Event,
-        started_at: float | None = None,
-        poll_s: float = 0.5,
-        on_idle: Callable[[], str | None] | None = None,
-        budget: Budget | None = None,
     ) -> None:
-        """`on_idle` runs when a turn ends with nothing left to do; a reason it returns
-        keeps the agent working (the teammate_idle hook), None lets it go idle."""
-        self.config = config
-        self.name = config.name
-        self.team = team
+        self.seat = seat
+        self.name = seat.name
         self.model = model
-        self.inboxes = inboxes
-        self.mailbox = inboxes.mailbox(config.name)
-        self.board = board
+        self.context = context
         self.toolbox = toolbox
-        self.compactor = compactor
-        self.session = session
+        self.link = link
+        self.intake = link.intake
+        self.board = link.board
+        self.control = control
         self.sink = sink
-        self.waker = waker
-        self.stop = stop
-        self.started_at = started_at if started_at is not None else time.time()
-        self.poll_s = poll_s
-        self.on_idle = on_idle
-        self.system = system
-        self.tools = tools
         self.status = AgentState()
-        self.history = History()
         self.backoff = Backoff()
         self._cut = False  # the last reply was cut off at max_tokens
-        self.inboxes = inboxes
-        self.intake = Intake(self.name, inboxes, session, sink, self.started_at)
         self._board_checked = 0.0
         self.last_error: str | None = None
-        self.budget = budget
         self._idle = False  # the model called `idle`: wait for new input, call nothing
         self._new_mail: list[InboxMail] = []  # taken in since the last reply (its facts)
 
@@ -123,7 +100,7 @@ class Agent:
         """Who the agent is, its tasks and the mail since its last reply, as data."""
         # blocked tasks are not work yet: their owner is told when they unblock
         mine = [t for t in self.board.open_for(self.name) if _can_act(t) or _waits_review(t)]
-        return agent_facts(self.config, self.team, mine, self._new_mail)
+        return agent_facts(self.seat.config, self.seat.team, mine, self._new_mail)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -149,7 +126,7 @@ class Agent:
                     if until_idle:
                         return
                     self.check_stop()
-                    self.waker.wait(self.poll_s)
+                    self.link.waker.wait(self.control.poll_s)
                 except OSError as e:
                     if not is_disk_error(e):
                         raise
@@ -167,29 +144,33 @@ class Agent:
             elif not self.status.state.startswith("budget"):
                 self.status.state = "stopped"
             self.status.current = None
-            self.session.close()
-            self.waker.close()
+            self.close()
+
+    def close(self) -> None:
+        """Release what the agent holds open (its session log, its waker)."""
+        self.context.close()
+        self.link.waker.close()
 
     def check_stop(self) -> None:
         """At a step boundary: answer a pending shutdown request, or honour a hard stop."""
         if self.intake.shutdown is not None:
             self.intake.answer_shutdown()
             raise Shutdown
-        if self.stop.is_set():
+        if self.control.stop.is_set():
             raise Shutdown
 
     def resume(self) -> None:
-        self.history, repaired = load_repaired(self.session)
+        repaired = self.context.resume()
         if repaired:  # one event, which `team up` shows once (a log line too: twice)
             self.sink.emit(AgentEvent(self.name, "repaired", repaired))
-        cut = interrupted_results(self.history)
+        cut = interrupted_results(self.context.history)
         if cut:
             self._add_user(cut)
             self.sink.emit(AgentEvent(self.name, "resumed", f"{len(cut)} interrupted tool calls"))
-        self._new_mail = unanswered_mail(self.history.messages)
+        self._new_mail = unanswered_mail(self.context.messages)
         self._tell_untold_tasks()
-        self.status.compactions = self.history.segment
-        self.status.context_tokens = self.compactor.estimate(self.history)
+        self.status.compactions = self.context.segment
+        self.status.context_tokens = self.context.estimate()
 
     def _tell_untold_tasks(self) -> None:
         """Tasks we own that neither our conversation nor our inbox mentions.
@@ -197,8 +178,7 @@ class Agent:
         A claim is recorded on the board before it reaches the session log, so a crash
         in between would leave a task owned by an agent that never heard of it.
         """
-        known = told_tasks(self.history.messages)
-        known |= {m.task_id for m in self.mailbox.pending() if m.task_id is not None}
+        known = told_tasks(self.context.messages) | self.intake.pending_tasks()
         untold = [t for t in self._actionable() if t.id not in known]
         if untold:
             self._add_user([nudges.untold(untold)])
@@ -209,7 +189,7 @@ class Agent:
             return True
         if self.intake.shutdown is not None:
             return False  # stopping: take on nothing new
-        if self.history.messages and self.history.messages[-1].role == "user" and not self._idle:
+        if self.context.waiting_for_reply() and not self._idle:
             return True
         # Idle agents poll; reading the whole board every poll made 100 idle agents cost
         # more than the working ones. A task left open waits at most a second.
@@ -252,8 +232,8 @@ class Agent:
                 reminded = True
                 self._add_user([nudges.reminder(mine)])
                 continue
-            if self.on_idle is not None and kept < MAX_KEPT_WORKING:
-                why = self.on_idle()  # the teammate_idle hook, and the lead's notice
+            if self.link.on_idle is not None and kept < MAX_KEPT_WORKING:
+                why = self.link.on_idle()  # the teammate_idle hook, and the lead's notice
                 if why is not None:
                     kept += 1
                     self._add_user([TextBlock(nudges.keep_working(why))])
@@ -263,19 +243,20 @@ class Agent:
             self._idle = idled
             return
 
-    def _actionable(self) -> list:
+    def _actionable(self) -> list[Task]:
         """Own tasks the agent can act on now: not blocked, no plan waiting for review."""
         return [t for t in self.board.open_for(self.name) if _can_act(t)]
 
     def check_budget(self) -> None:
         """At a step boundary: stop once the agent's or the team's budget is spent."""
-        if self.budget is not None and (why := self.budget(self.name)):
+        budget = self.control.budget
+        if budget is not None and (why := budget(self.name)):
             raise BudgetReached(why)
 
     def _stop_for_budget(self, why: str) -> None:
         """Say so in the user inbox and in the events; the thread ends, taking no work."""
         self.status.state = "budget reached"  # why: in the events, the status, the inbox
-        user_notices.budget_spent(self.name, why, self.inboxes, self.sink)
+        notices.budget_spent(self.name, why, self.intake, self.sink)
 
     def step(self) -> list[ToolUseBlock]:
         """Compact if due, call the model once, persist the reply; return its tool calls.
@@ -284,7 +265,7 @@ class Agent:
         a twice-compacted context does not fit, the agent fails.
         """
         self.check_stop()
-        if self.compactor.should_auto(self.history):
+        if self.context.due():
             self.compact("auto", "threshold")
         for attempt in range(PROMPT_TOO_LONG_COMPACTIONS + 1):
             try:
@@ -292,10 +273,10 @@ class Agent:
             except PromptTooLong as e:
                 if attempt == PROMPT_TOO_LONG_COMPACTIONS:
                     raise AgentFailed(f"prompt too long even after compaction: {e}") from e
-                segment = self.history.segment
+                segment = self.context.segment
                 # the second pass also summarises what the first carried over verbatim
                 self.compact("auto", "prompt_too_long")
-                if self.history.segment == segment:  # the compaction failed: retry later
+                if self.context.segment == segment:  # the compaction failed: retry later
                     self._backoff(e)
                     raise StepFailed(str(e)) from e
         raise AssertionError("unreachable")
@@ -305,24 +286,22 @@ class Agent:
 
         Returns (response, request, estimate, seconds, the results micro newly replaced).
         """
-        before = self.compactor.micro.cleared
-        view, breakpoints = self.compactor.prepare(self.history)
-        cleared = tuple(sorted(self.compactor.micro.cleared - before))
+        sent = self.context.prepare()
         # one block can be larger than the whole context: the model sees its head and
         # tail; the log and the transcript keep all of it
-        view = clip_messages(view)
+        view = clip_messages(sent.view)
         validate(view)  # a request the API would reject is our bug, never the user's
         request = ModelRequest(
-            system=self.system,
+            system=self.seat.prefix.system,
             messages=view,
-            tools=self.tools,
-            max_tokens=self.team.team.max_tokens,
-            cache_breakpoints=breakpoints,
-            cache_ttl=self.compactor.config.cache_ttl,
+            tools=list(self.seat.prefix.tools),
+            max_tokens=self.seat.team.team.max_tokens,
+            cache_breakpoints=sent.breakpoints,
+            cache_ttl=self.context.cache_ttl,
             agent=self.name,
             facts=self.facts(),
         )
-        estimate = self.compactor.estimate(self.history)
+        estimate = self.context.estimate()
         start = time.monotonic()
         try:
             response = self.model.complete(request)
@@ -337,7 +316,7 @@ class Agent:
             self._backoff(e)
             raise StepFailed(str(e)) from e
         self.backoff = Backoff()
-        return response, request, estimate, time.monotonic() - start, cleared
+        return response, request, estimate, time.monotonic() - start, sent.cleared
 
     def _take(
         self,
@@ -349,7 +328,7 @@ class Agent:
     ) -> list[ToolUseBlock]:
         """Record a reply; a cut-off or refused one is noted for the turn to handle."""
         u = response.usage
-        self.compactor.observe(request, u)
+        self.context.observe(request, u)
         self.sink.emit(
             ModelCallEvent(
                 agent=self.name,
@@ -393,20 +372,13 @@ class Agent:
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
         facts = self.facts()
-        rec = self.compactor.compact(
-            self.history,
-            identity=identity_block(facts),
-            layer=layer,
-            trigger=trigger,
-            focus=focus,
-            prefix=(self.system, self.tools),
-            facts=facts,
+        done = self.context.compact(
+            identity=identity_block(facts), layer=layer, trigger=trigger, focus=focus, facts=facts
         )
-        if rec is None:
+        if not done:
             if layer == "manual":
                 self._add_user([TextBlock(nudges.COMPACT_FAILED)])
             return
-        self.record(rec)
         self.status.compactions += 1
 
     # -- inbox ---------------------------------------------------------------------------
@@ -423,8 +395,7 @@ class Agent:
 
     def record(self, rec: Record) -> None:
         """The one way the conversation changes: append to the log (fsync), then fold."""
-        self.session.append(rec)
-        self.history.apply(rec)
+        self.context.record(rec)
         if isinstance(rec, AssistantTurn):
             self._new_mail = []  # the reply has seen it
 
@@ -464,7 +435,7 @@ class Agent:
         try:
             while (left := deadline - time.monotonic()) > 0:
                 self.check_stop()
-                self.waker.wait(left)
+                self.link.waker.wait(left)
                 self.take_inbox()
             self.check_stop()
         finally:
@@ -487,17 +458,16 @@ class Agent:
     def _refused(self, message: Message) -> None:
         """The model refused to go on: say so where the person will see it."""
         asked = next(
-            (m.text() for m in reversed(self.history.messages[:-1]) if m.role == "user"), ""
+            (m.text() for m in reversed(self.context.messages[:-1]) if m.role == "user"), ""
         )
         self.record(Note({"event": "refusal", "text": message.text()[:1000]}))
-        user_notices.refused(self.name, asked, self.inboxes, self.sink)
+        notices.refused(self.name, asked, self.intake, self.sink)
 
 
-def _can_act(task) -> bool:
-    """Not blocked and no plan waiting for review (replay's boards carry neither field)."""
-    blocked = getattr(task, "status", None) == "blocked"
-    return not blocked and not _waits_review(task)
+def _can_act(task: Task) -> bool:
+    """Not blocked and no plan waiting for review."""
+    return task.status != "blocked" and not _waits_review(task)
 
 
-def _waits_review(task) -> bool:
-    return getattr(task, "plan_state", None) == "submitted"
+def _waits_review(task: Task) -> bool:
+    return task.plan_state == "submitted"

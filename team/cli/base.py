@@ -71,10 +71,10 @@ def event_log(ws: Workspace) -> Iterator[EventSink | None]:
 @contextlib.contextmanager
 def teamwork(ws: Workspace, config: TeamConfig, board: Board) -> Iterator[Teamwork]:
     """What the team is told when the user changes the board, recorded in the event log."""
-    from team.teamwork import Teamwork
+    from team.teamwork import Crew, Teamwork
 
     with event_log(ws) as sink:
-        yield Teamwork(ws, config, board, sink)
+        yield Teamwork(Crew(ws, config, board, sink))
 
 
 FileOption = Annotated[

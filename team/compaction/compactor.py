@@ -25,7 +25,7 @@ from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
 from team.core.conversation import Message, TaskNote, TextBlock, ToolResultBlock, render_block
 from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
-from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, ToolSpec, Usage
+from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, Prefix, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
 from team.workspace.config import CompactionConfig
 
@@ -47,41 +47,57 @@ class AutoGate:
     paused: bool = False
 
 
+@dataclass(frozen=True)
+class SummaryLimits:
+    """How large a summary may be, and how much one summary call may read."""
+
+    max_tokens: int = 4096
+    input_budget_tokens: int = 120_000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request's messages as micro leaves them, where its cache breakpoints go, and
+    the tool results (their tool_use ids) this view newly replaced."""
+
+    view: list[Message]
+    breakpoints: tuple[CachePoint, ...]
+    cleared: tuple[str, ...] = ()
+
+
 class Compactor:
     """The three layers for one agent (docs/design.md, "Compaction").
 
     Args:
-        overhead_chars: the system prompt and tool specs, counted into the estimate
-            before the first response of a segment.
+        facts: who is compacted (its name, teammates); summary requests carry them.
+        prefix: the agent's system prompt and tools: counted into the estimate, and
+            the cached prefix a summary request reuses. None: summaries are asked from
+            the stored text alone (tests, tools that compact a bare history).
         gate: the auto layer's failure count and pause, when it must outlive this object.
-        facts: who the agent is; its summary requests carry them (`ModelRequest.facts`).
+        clock: when the prompt cache expires (replay passes the recorded times).
     """
 
     def __init__(
         self,
-        *,
-        agent: str,
         config: CompactionConfig,
         model: Model,
         transcripts: TranscriptStore,
         sink: EventSink,
-        teammates: list[str] | None = None,
-        facts: AgentFacts | None = None,
-        overhead_chars: int = 0,
-        summary_max_tokens: int = 4096,
-        summary_input_budget: int = 120_000,
-        root: Path | None = None,
+        *,
+        facts: AgentFacts,
+        prefix: Prefix | None = None,
         gate: AutoGate | None = None,
         clock: Callable[[], float] = time.monotonic,
+        summary: SummaryLimits = SummaryLimits(),
     ) -> None:
-        self.agent = agent
+        self.agent = facts.name
         self.config = config
         self.transcripts = transcripts
         self.sink = sink
-        self.teammates = teammates or []
-        self.overhead_chars = overhead_chars
+        self.teammates = [n for n, _ in facts.teammates]
+        self.prefix = prefix
+        self.overhead_chars = prefix.chars() if prefix else 0
         self.facts = facts
-        self.root = root  # transcript paths are shown relative to the workspace
         self.micro = MicroCompactor(config)
         self.meter = TokenMeter()
         self.planner = BreakpointPlanner(config.cache_ttl, clock)
@@ -94,9 +110,9 @@ class Compactor:
         self._summary_cost = 0.0  # billed input of the summary calls of this compaction
         self.summariser = Summariser(
             model,
-            agent=agent,
-            max_tokens=summary_max_tokens,
-            input_budget_tokens=summary_input_budget,
+            agent=self.agent,
+            max_tokens=summary.max_tokens,
+            input_budget_tokens=summary.input_budget_tokens,
             cache_ttl=config.cache_ttl,
             on_call=self._record_summary_call,
             facts=facts,
@@ -111,10 +127,12 @@ class Compactor:
 
     def view(self, history: History) -> list[Message]:
         """What is sent: the history with old tool results as placeholders."""
-        return self.prepare(history)[0]
+        return self.prepare(history).view
 
-    def prepare(self, history: History) -> tuple[list[Message], tuple[CachePoint, ...]]:
-        """The view to send and its cache breakpoints (see `cache_plan`)."""
+    def prepare(self, history: History) -> Prepared:
+        """The view to send, its cache breakpoints (see `cache_plan`), and what it newly
+        replaced."""
+        before = self.micro.cleared
         context = self.estimate(history)
         if self._last_context is not None and context > self._last_context:
             step = context - self._last_context
@@ -151,7 +169,7 @@ class Compactor:
                     cache_ttl=self.config.cache_ttl,
                 )
             )
-        return out.view, breakpoints
+        return Prepared(out.view, breakpoints, tuple(sorted(self.micro.cleared - before)))
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
         """An agent call was answered: calibrate the token ratio, remember what is cached."""
@@ -197,7 +215,6 @@ class Compactor:
         layer: str,
         trigger: str,
         focus: str | None = None,
-        prefix: tuple[str, list[ToolSpec]] | None = None,
         facts: AgentFacts | None = None,
     ) -> Compaction | None:
         """Archive and summarise the segment; the record that starts the next one.
@@ -205,8 +222,6 @@ class Compactor:
         Args:
             identity: the identity block the new context begins with (the summariser
                 reads it too).
-            prefix: the agent's system prompt and tools; with them the summary request
-                reuses the agent's cached prefix (see `Summariser.summarise_cached`).
             facts: the agent's facts now (its open tasks), which the summary request
                 carries; without them, the ones the compactor was built with.
 
@@ -218,7 +233,7 @@ class Compactor:
         tokens_before = self.estimate(history)
         self._summary_cost = 0.0
         try:
-            summary = self._summary(history, identity, focus, prefix, facts)
+            summary = self._summary(history, identity, focus, facts)
         except SummaryFailed as e:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, str(e))
             return None
@@ -228,7 +243,7 @@ class Compactor:
             err = f"could not write the transcript: {e}"
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
             return None
-        shown = path.relative_to(self.root) if self.root else path
+        shown = self.transcripts.shown(path)
         first = self._new_context(identity, summary, shown, layer, history, facts)
         tokens_after = self.estimate(History(messages=[first]))
         rec = Compaction(
@@ -280,10 +295,9 @@ class Compactor:
         history: History,
         identity: str,
         focus: str | None,
-        prefix: tuple[str, list[ToolSpec]] | None,
         facts: AgentFacts | None = None,
     ) -> str:
-        if prefix is not None:
+        if (prefix := self.prefix) is not None:
             view = self.micro.current(history.messages)
             cleared = self.micro.cleared
             replaced = [
@@ -293,8 +307,8 @@ class Compactor:
                 if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
             ]
             summary = self.summariser.summarise_cached(
-                system=prefix[0],
-                tools=prefix[1],
+                system=prefix.system,
+                tools=list(prefix.tools),
                 view=view,
                 breakpoint=self.planner.previous_end(view),
                 replaced=replaced,

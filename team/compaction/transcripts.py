@@ -42,8 +42,11 @@ class TranscriptStore:
     overwritten, so a reader never sees half a transcript.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, workspace: Path | None = None) -> None:
+        """`workspace`: transcripts are named relative to it (`shown`), as the agent and
+        the person see them."""
         self.root = root
+        self.workspace = workspace
         self._last_seq: int | None = None  # listed once; then counted (a long run has
         # thousands of transcripts, and listing them all before each one grew with the run)
 
@@ -56,6 +59,10 @@ class TranscriptStore:
                 if parsed := parse_name(name):
                     best = max(best, parsed.seq)
         return best + 1
+
+    def shown(self, path: Path) -> Path:
+        """`path` as the agent is told it: relative to the workspace when there is one."""
+        return path.relative_to(self.workspace) if self.workspace else path
 
     def write(self, messages: list[Message], layer: str) -> Path:
         """Archive `messages` (full text) and return the new file's path."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -33,6 +34,19 @@ class ToolSpec:
             "description": self.description,
             "input_schema": self.input_schema,
         }
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What every request of an agent carries before its messages: the system prompt and
+    the tools. It does not change during a run, so it is the prompt cache's first entry."""
+
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+
+    def chars(self) -> int:
+        """Its size as sent, which the token estimate counts before the messages."""
+        return len(self.system) + sum(len(json.dumps(t.to_api())) for t in self.tools)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,16 +25,17 @@ a recorded `compact` that failed still compacts here.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from team.agents.build import Parts, build_agent
 from team.agents.session.log import SessionLogError, read_records
 from team.agents.state import StepFailed
-from team.agents.tools.toolbox import ToolResult
+from team.agents.tools.input import ToolResult
 from team.compaction.records import AssistantTurn, Record, UserTurn
 from team.core.conversation import Block, Message, ToolResultBlock
 from team.core.errors import UserError
@@ -44,6 +45,8 @@ from team.llm.sim import SimModel
 from team.mailbox.waker import PollingWaker
 from team.study.outcome import Outcome, outcome, tool_output_chars
 from team.study.stats import load
+from team.tasks.memory import MemoryBoard
+from team.tasks.model import Task, TaskError
 from team.workspace.config import CompactionConfig, ConfigError, TeamConfig, parse_config
 from team.workspace.places import Workspace
 
@@ -160,46 +163,60 @@ class _NoTools:
         return ToolResult(f"replay runs no tools (asked for {name})", is_error=True)
 
 
-@dataclass
-class _LogBoard:
-    """The agent's tasks as the log shows them: the board its identity block names.
+class LogBoard(MemoryBoard):
+    """The agent's tasks as its log shows them: the board its identity block names.
 
-    Only what the replayed steps ask of a board; replay claims and completes nothing.
+    Rebuilt from the records' data (task mail, the board tools' task notes), never from
+    their text; replay claims and completes nothing itself.
     """
 
-    subjects: dict[int, str] = field(default_factory=dict)
-    done: set[int] = field(default_factory=set)
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
 
-    def see(self, blocks: list[Block]) -> None:
+    def see(self, blocks: tuple[Block, ...]) -> None:
         """Learn from one user record's data: task mail, claims and completions."""
         for b in blocks:
             mails = b.mail if isinstance(b, ToolResultBlock) else (b.mail,) if b.mail else ()
             for mail in mails:
                 if mail.type == "task" and mail.task is not None:
-                    self.subjects.setdefault(mail.task, _first_line(mail.body))
+                    self._note(mail.task, _first_line(mail.body), "in_progress")
             if isinstance(b, ToolResultBlock) and b.is_error:
                 continue
             for note in b.tasks:
                 if note.event == "completed":
-                    self.done.add(note.id)
-                elif note.event == "claimed":
-                    self.subjects.setdefault(note.id, note.subject)
+                    self._note(note.id, note.subject, "completed")
+                elif note.event in ("claimed", "open"):
+                    self._note(note.id, note.subject, "in_progress")
 
-    def open_for(self, agent: str) -> list[Any]:
-        return [_Task(t, s) for t, s in sorted(self.subjects.items()) if t not in self.done]
+    def _note(self, task_id: int, subject: str, status: str) -> None:
+        try:
+            known = self.get(task_id)
+        except TaskError:
+            known = None
+        if known is not None and (known.status == "completed" or known.status == status):
+            return
+        now = time.time()
+        self.put(
+            Task(
+                id=task_id,
+                subject=(known.subject if known else "") or subject or f"task {task_id}",
+                status=status,
+                owner=self.agent,
+                created_at=now,
+                updated_at=now,
+                completed_at=now if status == "completed" else None,
+            )
+        )
 
-    def claim_next(self, agent: str) -> None:
-        return None
+    def counts(self) -> tuple[int, int]:
+        """(tasks seen, tasks completed)."""
+        tasks = self.list()
+        return len(tasks), sum(t.status == "completed" for t in tasks)
 
 
 def _first_line(text: str) -> str:
     return text.split("\n", 1)[0].strip()
-
-
-@dataclass(frozen=True)
-class _Task:
-    id: int
-    subject: str
 
 
 @dataclass
@@ -224,8 +241,8 @@ def replay_agent(
     Raises:
         ReplayError: the log is not a conversation the API would accept.
     """
-    tasks = _LogBoard()
-    parts = Parts(ws=ws, config=recording.config, model=model, sink=sink, board=tasks, fsync=False)  # type: ignore[arg-type]  (a board of what the log shows)
+    tasks = LogBoard(name)
+    parts = Parts(ws=ws, config=recording.config, model=model, sink=sink, board=tasks, fsync=False)
     agent = build_agent(
         parts,
         name,
@@ -240,7 +257,7 @@ def replay_agent(
         for rec in recording.sessions[name]:
             if isinstance(rec, UserTurn):
                 agent.record(rec)
-                tasks.see(list(rec.blocks))
+                tasks.see(rec.blocks)
                 answered = [b.tool_use_id for b in rec.blocks if isinstance(b, ToolResultBlock)]
                 if any(i in compact_focus for i in answered):
                     focus = next(compact_focus[i] for i in answered if i in compact_focus)
@@ -258,8 +275,8 @@ def replay_agent(
         where = f"{recording.source}: {name}: step {steps + 1}"
         raise ReplayError(f"{where} cannot be replayed: {e}") from None
     finally:
-        agent.session.close()
-    return AgentReplay(steps, len(tasks.subjects), len(tasks.done))
+        agent.close()
+    return AgentReplay(steps, *tasks.counts())
 
 
 def replay_strategy(

@@ -25,14 +25,13 @@ from team.agents.tools.input import (
     text,
 )
 from team.core.conversation import TaskNote
-from team.core.events import AgentEvent, EventSink
+from team.core.events import AgentEvent
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
-from team.tasks import Board, Task, TaskError, rules, wording
+from team.tasks import Task, TaskError, rules, wording
 from team.teamwork import Teamwork
 from team.workspace import worktrees
 from team.workspace.config import AgentConfig, TeamConfig
-from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -126,24 +125,16 @@ def task_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None)
 class TaskTools:
     """One agent's board tools; `Toolbox` routes their calls here."""
 
-    def __init__(
-        self,
-        ws: Workspace,
-        agent: str,
-        config: TeamConfig,
-        board: Board,
-        *,
-        root: Path,
-        sink: EventSink | None = None,
-        teamwork: Teamwork | None = None,
-    ) -> None:
-        self.ws = ws
+    def __init__(self, teamwork: Teamwork, agent: str, *, root: Path) -> None:
+        """`root`: where the agent works (its worktree, or the workspace)."""
+        crew = teamwork.crew
+        self.ws = crew.ws
         self.agent = agent
-        self.config = config
-        self.board = board
+        self.config = crew.config
+        self.board = crew.board
         self.root = root
-        self.sink = sink
-        self.teamwork = teamwork or Teamwork(ws, config, board, sink)
+        self.sink = crew.sink
+        self.teamwork = teamwork
         self.handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "list_tasks": self.list_tasks,
             "claim_task": self.claim_task,

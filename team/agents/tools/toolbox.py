@@ -25,14 +25,11 @@ from team.agents.tools.shell import run_command
 from team.agents.tools.task_tools import TaskTools, task_specs
 from team.backends import post
 from team.core.errors import UserError
-from team.core.events import AuditEvent, EventSink
+from team.core.events import AuditEvent
 from team.llm.base import ToolSpec
-from team.mailbox.base import Inboxes
 from team.sandbox.bwrap import Sandbox
-from team.tasks import Board
-from team.teamwork import Teamwork
+from team.teamwork import Crew, Teamwork
 from team.workspace.config import AgentConfig, TeamConfig
-from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -137,37 +134,31 @@ class Toolbox:
 
     def __init__(
         self,
-        ws: Workspace,
+        crew: Crew,
         agent: str,
-        config: TeamConfig,
-        board: Board,
         *,
         root: Path | None = None,
-        sink: EventSink | None = None,
+        sandbox: Sandbox | None = None,
+        stop: threading.Event | None = None,
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
-        stop: threading.Event | None = None,
-        sandbox: Sandbox | None = None,
-        inboxes: Inboxes | None = None,
-        teamwork: Teamwork | None = None,
     ) -> None:
         """Args:
+        crew: the team it works in (workspace, team.toml, board, events, inboxes).
         root: where this agent works (bash's folder, the file tools' root): the
             workspace, or the agent's own git worktree. Defaults to the workspace root.
-        stop: when set, kills a running `bash` command (team shutdown).
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
-        inboxes: where messages go (the running node's backend; default: team.toml's).
-        teamwork: who tells whom about board changes (default: one delivering at once).
+        stop: when set, kills a running `bash` command (team shutdown).
         """
+        ws, config = crew.ws, crew.config
         self.ws = ws
         self.agent = agent
         self.config = config
-        self.board = board
-        self.sink = sink
+        self.sink = crew.sink
         self.bash_timeout = bash_timeout
         self.output_cap = output_cap
         self.stop = stop
-        self.inboxes = inboxes
+        self.inboxes = crew.inboxes
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
             protected = (Path(root) / ".team", Path(root) / ".transcripts") if own else None
@@ -175,9 +166,7 @@ class Toolbox:
         self.sandbox = sandbox
         self.scope = self.sandbox.scope
         self.root = self.scope.root
-        self.tasks = TaskTools(
-            ws, agent, config, board, root=self.root, sink=sink, teamwork=teamwork
-        )
+        self.tasks = TaskTools(Teamwork(crew), agent, root=self.root)
         # a handler returns the text of a success, or a whole ToolResult when it decides
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,
