@@ -1,7 +1,9 @@
-"""The one table of model prices and prompt-cache minimums, and the arithmetic on it.
+"""The one table of models: prices, prompt-cache minimums, context windows, and the
+arithmetic on them.
 
 Every cost the project shows (stats, report, experiment, budgets, the sim cache's
-minimum) comes from here, so a price change is one edit.
+minimum), every context window (a threshold given as a share of it, the web page's
+context meter) and every check of a model id comes from here, so a change is one edit.
 
 Figures are Anthropic's published list prices in USD per million tokens, from the
 pricing page (platform.claude.com/docs/en/about-claude/pricing), and the minimum
@@ -53,6 +55,9 @@ class ModelPrices:
     cache_write_1h: float
     cache_read: float
     min_cache_tokens: int
+    context_window: int = 200_000
+    """Tokens of input plus output one request may hold (the standard window; Sonnet's
+    1M-token beta needs a header this project does not send)."""
     known: bool = True
 
     def cache_write(self, ttl: CacheTTL = "5m") -> float:
@@ -128,6 +133,25 @@ def prices_for(model: str) -> ModelPrices:
 def min_cache_tokens(model: str) -> int:
     """The shortest prefix the model's prompt cache stores."""
     return prices_for(model).min_cache_tokens
+
+
+def context_window(model: str) -> int:
+    """The model's context window in tokens ("sim": the window of the model it plays)."""
+    return prices_for(model).context_window
+
+
+def is_known(model: str) -> bool:
+    """Whether `model` (dated or not, or "sim") is in the table."""
+    return canonical(model) in PRICES
+
+
+def nearest_known(model: str) -> str | None:
+    """The table's model id closest to `model` (a typo's likely meaning), or None."""
+    import difflib
+
+    names = [*PRICES, *ALIASES, "sim"]
+    close = difflib.get_close_matches(canonical(model), names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 class InputCounts(Protocol):
