@@ -13,13 +13,12 @@ run's `tokens_sent` / `tokens_received` in `info.model_stats`.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
-from team.sessions.blocks import name_results, thinking_text, tool_name
+from team.sessions.blocks import name_results, thinking_text, tool_arguments, tool_name
 from team.sessions.model import AgentLog, ImportReport, RecordedUsage, Session, Turn
 from team.sessions.source import as_int, epoch
 
@@ -104,7 +103,7 @@ def _chat(name: str, messages: list[Any], report: ImportReport) -> AgentLog:
                     ToolUseBlock(
                         str(c.get("id", "")),
                         tool_name(str(fn.get("name", "")), report.renamed),
-                        _arguments(fn.get("arguments")),
+                        tool_arguments(fn.get("arguments")),
                     )
                 )
             pending = None
@@ -148,16 +147,6 @@ def _content(content: Any) -> str:
             str(c.get("text", "")) for c in content if isinstance(c, dict) and "text" in c
         )
     return ""
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {"arguments": raw}
-    return value if isinstance(value, dict) else {"arguments": value}
 
 
 def _usage(extra: dict[str, Any]) -> RecordedUsage | None:
