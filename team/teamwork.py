@@ -249,12 +249,6 @@ class Teamwork:
         if to == sender:
             return
         try:
-            if self.courier is not None and not strict:
-                msg = post.compose(
-                    self.ws, self.config, to, text, sender=sender, type=type, task_id=task_id
-                )
-                self.courier.send(msg)
-                return
             post.send(
                 self.ws,
                 self.config,
@@ -264,6 +258,7 @@ class Teamwork:
                 type=type,
                 task_id=task_id,
                 sink=self.sink,
+                spool=None if strict or self.courier is None else self.courier.send,
             )
         except (UserError, OSError) as e:
             if strict:
