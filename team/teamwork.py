@@ -2,9 +2,10 @@
 
 Every change to the board that someone must act on becomes one inbox message here, so
 the CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
-"Task board and coordination"). A message that cannot be delivered is logged, never
-raised: the board change it reports has already happened and must not be undone by a
-full disk.
+"Task board and coordination"); the changes they share (cancel, reassign, reopen,
+set_blocked_by, assign) are methods here, the board's change and then its notices. A
+message that cannot be delivered is logged, never raised: the board change it reports
+has already happened and must not be undone by a full disk.
 
 A running node on Redis passes a `Courier` (`team.backends.outbox.Outbox`): the notices
 then go through a local spool and never wait for Redis in the agent's thread. Without
@@ -35,6 +36,20 @@ class TaskNotDelivered(Exception):
         super().__init__(f"task #{task.id} added for {task.owner}, but not delivered: {cause}")
         self.task = task
         self.cause = cause
+
+
+def require_worker(config: TeamConfig, name: str) -> None:
+    """Tasks are for agents: a typo, or `user`, is refused before anything changes.
+
+    Raises:
+        UserError: `name` is not one of the team's agents.
+    """
+    if name in config.names():
+        return
+    agents = ", ".join(config.names())
+    if name == USER:  # `user` has an inbox, but no agent would do the work
+        raise UserError(f"tasks are for agents, not {name!r} (agents: {agents})")
+    raise UserError(f"unknown teammate {name!r} (agents: {agents})")
 
 
 class Courier(Protocol):
@@ -114,6 +129,61 @@ class Teamwork:
                 raise TaskNotDelivered(task, e) from e
             raise
 
+    def cancel(self, task_id: int, sender: str = USER) -> tuple[Task, list[int]]:
+        """Cancel a task; its owner is told to drop it.
+
+        Returns the task, and the ids of the unfinished tasks that wait on it (they stay
+        blocked).
+
+        Raises:
+            TaskError: unknown id, or a completed task.
+        """
+        before = self.board.get(task_id)
+        task = self.board.cancel(task_id)
+        self.cancelled(task, sender, before.status)
+        return task, self._waiting_on(task_id)
+
+    def reassign(self, task_id: int, owner: str, sender: str = USER) -> tuple[Task, str | None]:
+        """Give an unfinished task to `owner`: it starts over, the old owner is told to
+        stop and the new one gets it. A task `owner` has already stays as it is, and
+        nobody is told.
+
+        Returns the task and its owner before (None: it was open).
+
+        Raises:
+            UserError: `owner` is not one of the team's agents.
+            TaskError: unknown id, or a finished task.
+        """
+        require_worker(self.config, owner)
+        before = self.board.get(task_id)
+        task = self.board.reassign(task_id, owner)
+        if before.owner != task.owner:
+            self.reassigned(task, before.owner, sender)
+        return task, before.owner
+
+    def reopen(self, task_id: int, sender: str = USER) -> Task:
+        """Make a finished task pending again; its owner gets it again.
+
+        Raises:
+            TaskError: unknown id, or a task not finished.
+        """
+        task = self.board.reopen(task_id)
+        self.assigned(task, sender)
+        return task
+
+    def set_blocked_by(self, task_id: int, blocked_by: Sequence[int], sender: str = USER) -> Task:
+        """Replace what a task waits on; a task this unblocks is delivered to its owner
+        (who was not told of it while it was blocked).
+
+        Raises:
+            TaskError: unknown id, a finished or in-progress task, or a cycle.
+        """
+        before = self.board.get(task_id)
+        task = self.board.set_blocked_by(task_id, blocked_by)
+        if before.status == "blocked" and task.status == "pending":
+            self.assigned(task, sender)
+        return task
+
     def assigned(self, task: Task, sender: str, *, strict: bool = False) -> bool:
         """Deliver a task to its owner, unless it is blocked: then it comes on unblocking.
 
@@ -149,7 +219,7 @@ class Teamwork:
 
     def failed(self, task: Task, agent: str) -> None:
         if self.lead and self.lead != agent:
-            waiting = [t.id for t in self.board.unfinished() if task.id in t.blocked_by]
+            waiting = self._waiting_on(task.id)
             behind = f" Waiting on it: {_ids(waiting)}." if waiting else ""
             self._send(
                 self.lead,
@@ -235,6 +305,9 @@ class Teamwork:
             raise UserError('this team has no lead: set [team] lead = "NAME" in team.toml')
         self._send(self.lead, text, sender, type="goal", strict=True)
         return self.lead
+
+    def _waiting_on(self, task_id: int) -> list[int]:
+        return [t.id for t in self.board.unfinished() if task_id in t.blocked_by]
 
     def _send(
         self,
