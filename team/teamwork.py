@@ -2,8 +2,8 @@
 
 Every change to the board that someone must act on becomes one inbox message here, so
 the CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
-"Task board and coordination"); the changes they share (cancel, reassign, reopen,
-set_blocked_by, assign) are methods here, the board's change and then its notices. A
+"Task board and coordination"); the changes they share (assign, cancel, reassign,
+reopen, set_blocked_by, review_plan) are methods here, the board's change and then its notices. A
 message that cannot be delivered is logged, never raised: the board change it reports
 has already happened and must not be undone by a full disk.
 
@@ -290,6 +290,18 @@ class Teamwork:
         self._send(to, f"{text}{task.plan}\n\n{how}", agent, type="plan_request", task_id=task.id)
         return to
 
+    def review_plan(
+        self, task_id: int, approve: bool, feedback: str | None = None, reviewer: str = USER
+    ) -> Task:
+        """Approve or (with a reason) reject the plan waiting on a task; its owner is told.
+
+        Raises:
+            TaskError: unknown id, no plan waiting, or a rejection without a reason.
+        """
+        task = self.board.review_plan(task_id, approve, feedback)
+        self.plan_reviewed(task, reviewer)
+        return task
+
     def plan_reviewed(self, task: Task, reviewer: str) -> None:
         if task.owner is None:
             return
@@ -300,7 +312,13 @@ class Teamwork:
     # -- goals --------------------------------------------------------------------------
 
     def goal(self, text: str, sender: str = USER) -> str:
-        """Give the team a goal through its lead; returns the lead's name."""
+        """Give the team a goal through its lead; returns the lead's name.
+
+        Raises:
+            UserError: an empty goal, a team without a lead, or the goal not delivered.
+        """
+        if not text.strip():
+            raise UserError("the goal is empty")
         if not self.lead:
             raise UserError('this team has no lead: set [team] lead = "NAME" in team.toml')
         self._send(self.lead, text, sender, type="goal", strict=True)

@@ -176,7 +176,7 @@ def cancel(
     dir: DirOption = ".",
 ) -> None:
     """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
-    with _teamwork(dir) as tw:
+    with open_teamwork(dir) as tw:
         task, waiting = tw.cancel(task_id)
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
     typer.echo(f"task #{task.id} cancelled{behind}")
@@ -189,7 +189,7 @@ def reassign(
     dir: DirOption = ".",
 ) -> None:
     """Give an unfinished task to another agent; it starts over, the old owner is told."""
-    with _teamwork(dir) as tw:
+    with open_teamwork(dir) as tw:
         task, was = tw.reassign(task_id, agent)
     if was == task.owner:
         typer.echo(f"task #{task.id} is already {agent}'s")
@@ -203,7 +203,7 @@ def reopen(
     dir: DirOption = ".",
 ) -> None:
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
-    with _teamwork(dir) as tw:
+    with open_teamwork(dir) as tw:
         task = tw.reopen(task_id)
     typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
 
@@ -216,7 +216,7 @@ def block(
 ) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
     ids = parse_ids(by)
-    with _teamwork(dir) as tw:
+    with open_teamwork(dir) as tw:
         task = tw.set_blocked_by(task_id, ids)
     typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
@@ -229,7 +229,7 @@ def team_board(ws: Workspace, config: TeamConfig) -> Board:
 
 
 @contextlib.contextmanager
-def _teamwork(dir: str) -> Iterator[Teamwork]:
+def open_teamwork(dir: str) -> Iterator[Teamwork]:
     """The workspace's `Teamwork` (its board, its event log), for one change by the user."""
     ws = workspace(dir)
     config = ws.load_config()

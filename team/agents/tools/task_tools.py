@@ -279,8 +279,7 @@ class TaskTools:
         if not isinstance(approve, bool):
             raise ToolInputError(f"'approve' must be true or false, got {approve!r}")
         task_id = need_int(input, "task_id")
-        task = self.board.review_plan(task_id, approve, opt_str(input, "feedback"))
-        self.teamwork.plan_reviewed(task, self.agent)
+        task = self.teamwork.review_plan(task_id, approve, opt_str(input, "feedback"), self.agent)
         self._event("plan_" + (task.plan_state or "reviewed"), f"#{task.id}")
         return f"plan for task #{task.id} {task.plan_state}; {task.owner} is told"
 
