@@ -15,6 +15,7 @@ from team.sessions.model import (
     Session,
     Turn,
 )
+from team.workspace.places import Workspace
 
 FORMAT = "team"
 
@@ -55,7 +56,8 @@ def agent_log(
 
 
 def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportReport) -> Session:
-    name = path.parent.name if path.parent.parent.name == "agents" else "main"
+    place = Workspace.of_agent_file(path)
+    name = place[1] if place is not None else "main"
     agent = agent_log(name, path, lines, report)
     report.kept["agents"] = 1
     return Session(str(path), FORMAT, [agent], report)

@@ -23,12 +23,6 @@ from team.sessions.model import AgentLog, CompactionMark, ImportReport, Recorded
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
 
-IMPORT_FILE = "import.json"
-
-
-def import_path(ws: Workspace) -> Path:
-    return ws.team_dir / IMPORT_FILE
-
 
 def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Workspace:
     """Write `session` as a workspace at `root` (which must not hold a team already).
@@ -37,7 +31,7 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         UserError: `root` already has a team.toml or session logs.
     """
     ws = Workspace.at(root)
-    if ws.config_path.exists() or (ws.team_dir / "agents").exists():
+    if ws.config_path.exists() or ws.agents_root.exists():
         raise UserError(f"{ws.root}: already holds a team (import into an empty folder)")
     ws.root.mkdir(parents=True, exist_ok=True)
     agents = [(a.name, f"imported from {session.format}") for a in session.agents]
@@ -61,9 +55,9 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         "agents": {a.name: _agent_meta(a) for a in session.agents},
     }
     _events(session, ws)
-    tmp = import_path(ws).with_suffix(".tmp")
+    tmp = ws.import_record.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1))
-    os.replace(tmp, import_path(ws))
+    os.replace(tmp, ws.import_record)
     return ws
 
 
@@ -130,7 +124,7 @@ def _agent_meta(a: AgentLog) -> dict[str, Any]:
 def read_import(ws: Workspace, session: Session) -> None:
     """Put back on `session` (read from an imported workspace's logs) what only
     import.json holds: times, the recorded usage of every call, compactions, totals."""
-    path = import_path(ws)
+    path = ws.import_record
     if not path.is_file():
         return
     try:

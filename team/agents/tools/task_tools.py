@@ -328,7 +328,7 @@ class TaskTools:
             return ""
         try:
             commit = worktrees.commit_all(
-                worktrees.worktree_dir(self.ws, self.agent),
+                self.ws.worktree_dir(self.agent),
                 self.agent,
                 f"{self.agent}: task #{task.id} {task.subject}",
             )
