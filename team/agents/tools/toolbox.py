@@ -170,7 +170,7 @@ class Toolbox:
         self.inboxes = inboxes
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
-            protected = (Path(root) / ".team", Path(root) / ".transcripts") if own else None
+            protected = Workspace(Path(root)).protected if own else None
             sandbox = Sandbox.for_agent(ws, config, agent, root=root, protected=protected)
         self.sandbox = sandbox
         self.scope = self.sandbox.scope
