@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import Usage
 from team.sessions.blocks import image_text, name_results, thinking_text, tool_arguments, tool_name
-from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
+from team.sessions.model import AgentLog, CompactionMark, ImportReport, Session, Turn
 from team.sessions.source import as_int, epoch
 
 FORMAT = "codex"
@@ -132,11 +133,10 @@ def _output(raw: Any) -> str:
     return "" if raw is None else str(raw)
 
 
-def _usage(u: dict[str, Any]) -> RecordedUsage:
+def _usage(u: dict[str, Any]) -> Usage:
     cached = as_int(u.get("cached_input_tokens"))
-    return RecordedUsage(
-        max(0, as_int(u.get("input_tokens")) - cached),
-        cached,
-        0,
-        as_int(u.get("output_tokens")) + as_int(u.get("reasoning_output_tokens")),
+    return Usage(
+        input_tokens=max(0, as_int(u.get("input_tokens")) - cached),
+        cache_read_tokens=cached,
+        output_tokens=as_int(u.get("output_tokens")) + as_int(u.get("reasoning_output_tokens")),
     )

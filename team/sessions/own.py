@@ -11,7 +11,6 @@ from team.sessions.model import (
     CompactionMark,
     ImportReport,
     LogError,
-    RecordedUsage,
     Session,
     Turn,
 )
@@ -40,11 +39,7 @@ def agent_log(
             else:
                 agent.turns.append(Turn("user", list(rec.blocks), n, o.get("at")))
         elif isinstance(rec, AssistantTurn):
-            u = rec.usage
-            usage = RecordedUsage(
-                u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens
-            )
-            turn = Turn("assistant", list(rec.message.content), n, o.get("at"), usage)
+            turn = Turn("assistant", list(rec.message.content), n, o.get("at"), rec.usage)
             agent.turns.append(turn)
         elif isinstance(rec, Compaction):
             agent.compactions.append(

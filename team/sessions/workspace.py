@@ -19,7 +19,7 @@ from team.agents.session.log import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
 from team.core.errors import UserError
 from team.llm.base import Usage
-from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
+from team.sessions.model import AgentLog, CompactionMark, ImportReport, Session, Turn
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
 
@@ -44,7 +44,7 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
                 if t.role == "user":
                     log.append(UserTurn(tuple(t.blocks)))
                 else:
-                    log.append(AssistantTurn(t.message(), _usage(t.usage)))
+                    log.append(AssistantTurn(t.message(), t.usage or Usage()))
         finally:
             log.close()
     meta = {
@@ -70,7 +70,7 @@ def _events(session: Session, ws: Workspace) -> None:
     try:
         for a in session.agents:
             for t in a.replies():
-                u = t.usage or RecordedUsage()
+                u = t.usage or Usage()
                 events.emit(
                     ModelCallEvent(
                         a.name,
@@ -103,12 +103,6 @@ def _events(session: Session, ws: Workspace) -> None:
         events.close()
 
 
-def _usage(u: RecordedUsage | None) -> Usage:
-    if u is None:
-        return Usage()
-    return Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-
-
 def _agent_meta(a: AgentLog) -> dict[str, Any]:
     return {
         "model": a.model,
@@ -134,7 +128,7 @@ def read_import(ws: Workspace, session: Session) -> None:
     session.format = str(meta.get("format") or session.format)
     session.source = str(meta.get("source") or session.source)
     if meta.get("totals"):
-        session.totals = RecordedUsage(**meta["totals"])
+        session.totals = Usage(**meta["totals"])
     report = meta.get("report") or {}
     session.report = ImportReport()
     for key in ("kept", "dropped", "renamed"):
@@ -157,4 +151,4 @@ def _put_back(turns: list[Turn], times: list[Any], usage: list[Any]) -> None:
         return  # the logs changed since the import: keep what they say
     for t, when, u in zip(turns, times, usage, strict=True):
         t.time = when
-        t.usage = RecordedUsage(**u) if u else None
+        t.usage = Usage(**u) if u else None
