@@ -38,8 +38,12 @@ class TaskNotDelivered(Exception):
         self.cause = cause
 
 
-def require_worker(config: TeamConfig, name: str) -> None:
+def require_worker(config: TeamConfig, name: str, *, noun: str = "agent") -> None:
     """Tasks are for agents: a typo, or `user`, is refused before anything changes.
+
+    Args:
+        noun: what the reader calls the others ("agent" at the CLI, "teammate" for an
+            agent's tools).
 
     Raises:
         UserError: `name` is not one of the team's agents.
@@ -49,7 +53,7 @@ def require_worker(config: TeamConfig, name: str) -> None:
     agents = ", ".join(config.names())
     if name == USER:  # `user` has an inbox, but no agent would do the work
         raise UserError(f"tasks are for agents, not {name!r} (agents: {agents})")
-    raise UserError(f"unknown teammate {name!r} (agents: {agents})")
+    raise UserError(f"unknown {noun} {name!r} (agents: {agents})")
 
 
 class Courier(Protocol):

@@ -202,7 +202,7 @@ class TaskTools:
         subject = need_str(input, "subject")
         owner = opt_str(input, "owner")
         if owner is not None:
-            require_worker(self.config, owner)
+            require_worker(self.config, owner, noun="teammate")
         task = self.board.create(
             subject,
             owner=owner,
@@ -341,7 +341,7 @@ class TaskTools:
         return f" (committed {commit} on {branch})" if commit else ""
 
     def _reassign(self, task_id: int, owner: str) -> str:
-        require_worker(self.config, owner)
+        require_worker(self.config, owner, noun="teammate")
         if self.board.get(task_id).owner not in (None, self.agent):
             self._may_manage(task_id)
         _, was = self.teamwork.reassign(task_id, owner, self.agent)
