@@ -2,9 +2,10 @@
 
 Every change to the board that someone must act on becomes one inbox message here, so
 the CLI, the agents' tools and the agent loop tell people the same way (docs/design.md,
-"Task board and coordination"). A message that cannot be delivered is logged, never
-raised: the board change it reports has already happened and must not be undone by a
-full disk.
+"Task board and coordination"); the changes they share (assign, cancel, reassign,
+reopen, set_blocked_by, review_plan) are methods here, the board's change and then its notices. A
+message that cannot be delivered is logged, never raised: the board change it reports
+has already happened and must not be undone by a full disk.
 
 A running node on Redis passes a `Courier` (`team.backends.outbox.Outbox`): the notices
 then go through a local spool and never wait for Redis in the agent's thread. Without
@@ -37,6 +38,24 @@ class TaskNotDelivered(Exception):
         super().__init__(f"task #{task.id} added for {task.owner}, but not delivered: {cause}")
         self.task = task
         self.cause = cause
+
+
+def require_worker(config: TeamConfig, name: str, *, noun: str = "agent") -> None:
+    """Tasks are for agents: a typo, or `user`, is refused before anything changes.
+
+    Args:
+        noun: what the reader calls the others ("agent" at the CLI, "teammate" for an
+            agent's tools).
+
+    Raises:
+        UserError: `name` is not one of the team's agents.
+    """
+    if name in config.names():
+        return
+    agents = ", ".join(config.names())
+    if name == USER:  # `user` has an inbox, but no agent would do the work
+        raise UserError(f"tasks are for agents, not {name!r} (agents: {agents})")
+    raise UserError(f"unknown {noun} {name!r} (agents: {agents})")
 
 
 class Courier(Protocol):
@@ -119,6 +138,61 @@ class Teamwork:
                 raise TaskNotDelivered(task, e) from e
             raise
 
+    def cancel(self, task_id: int, sender: str = USER) -> tuple[Task, list[int]]:
+        """Cancel a task; its owner is told to drop it.
+
+        Returns the task, and the ids of the unfinished tasks that wait on it (they stay
+        blocked).
+
+        Raises:
+            TaskError: unknown id, or a completed task.
+        """
+        before = self.board.get(task_id)
+        task = self.board.cancel(task_id)
+        self.cancelled(task, sender, before.status)
+        return task, self._waiting_on(task_id)
+
+    def reassign(self, task_id: int, owner: str, sender: str = USER) -> tuple[Task, str | None]:
+        """Give an unfinished task to `owner`: it starts over, the old owner is told to
+        stop and the new one gets it. A task `owner` has already stays as it is, and
+        nobody is told.
+
+        Returns the task and its owner before (None: it was open).
+
+        Raises:
+            UserError: `owner` is not one of the team's agents.
+            TaskError: unknown id, or a finished task.
+        """
+        require_worker(self.config, owner)
+        before = self.board.get(task_id)
+        task = self.board.reassign(task_id, owner)
+        if before.owner != task.owner:
+            self.reassigned(task, before.owner, sender)
+        return task, before.owner
+
+    def reopen(self, task_id: int, sender: str = USER) -> Task:
+        """Make a finished task pending again; its owner gets it again.
+
+        Raises:
+            TaskError: unknown id, or a task not finished.
+        """
+        task = self.board.reopen(task_id)
+        self.assigned(task, sender)
+        return task
+
+    def set_blocked_by(self, task_id: int, blocked_by: Sequence[int], sender: str = USER) -> Task:
+        """Replace what a task waits on; a task this unblocks is delivered to its owner
+        (who was not told of it while it was blocked).
+
+        Raises:
+            TaskError: unknown id, a finished or in-progress task, or a cycle.
+        """
+        before = self.board.get(task_id)
+        task = self.board.set_blocked_by(task_id, blocked_by)
+        if before.status == "blocked" and task.status == "pending":
+            self.assigned(task, sender)
+        return task
+
     def assigned(self, task: Task, sender: str, *, strict: bool = False) -> bool:
         """Deliver a task to its owner, unless it is blocked: then it comes on unblocking.
 
@@ -154,7 +228,7 @@ class Teamwork:
 
     def failed(self, task: Task, agent: str) -> None:
         if self.lead and self.lead != agent:
-            waiting = [t.id for t in self.board.unfinished() if task.id in t.blocked_by]
+            waiting = self._waiting_on(task.id)
             behind = f" Waiting on it: {_ids(waiting)}." if waiting else ""
             self._send(
                 self.lead,
@@ -225,6 +299,18 @@ class Teamwork:
         self._send(to, f"{text}{task.plan}\n\n{how}", agent, type="plan_request", task_id=task.id)
         return to
 
+    def review_plan(
+        self, task_id: int, approve: bool, feedback: str | None = None, reviewer: str = USER
+    ) -> Task:
+        """Approve or (with a reason) reject the plan waiting on a task; its owner is told.
+
+        Raises:
+            TaskError: unknown id, no plan waiting, or a rejection without a reason.
+        """
+        task = self.board.review_plan(task_id, approve, feedback)
+        self.plan_reviewed(task, reviewer)
+        return task
+
     def plan_reviewed(self, task: Task, reviewer: str) -> None:
         if task.owner is None:
             return
@@ -237,11 +323,20 @@ class Teamwork:
     # -- goals --------------------------------------------------------------------------
 
     def goal(self, text: str, sender: str = USER) -> str:
-        """Give the team a goal through its lead; returns the lead's name."""
+        """Give the team a goal through its lead; returns the lead's name.
+
+        Raises:
+            UserError: an empty goal, a team without a lead, or the goal not delivered.
+        """
+        if not text.strip():
+            raise UserError("the goal is empty")
         if not self.lead:
             raise UserError('this team has no lead: set [team] lead = "NAME" in team.toml')
         self._send(self.lead, text, sender, type="goal", strict=True)
         return self.lead
+
+    def _waiting_on(self, task_id: int) -> list[int]:
+        return [t.id for t in self.board.unfinished() if task_id in t.blocked_by]
 
     def _send(
         self,
@@ -258,10 +353,8 @@ class Teamwork:
             return
         fields = {"sender": sender, "type": type, "task_id": task_id, "approved": approved}
         try:
-            if self.courier is not None and not strict:
-                self.courier.send(post.compose(self.ws, self.config, to, text, **fields))
-                return
-            post.send(self.ws, self.config, to, text, sink=self.sink, **fields)
+            spool = None if strict or self.courier is None else self.courier.send
+            post.send(self.ws, self.config, to, text, sink=self.sink, spool=spool, **fields)
         except (UserError, OSError) as e:
             if strict:
                 raise

@@ -91,3 +91,18 @@ def test_init_writes_a_file_check_accepts(tmp_path):
 def test_render_refuses_bad_names():
     with pytest.raises(ConfigError):
         render_config("t", "sim", [("Bad Name", "x")])
+
+
+def test_the_workspace_reads_its_own_paths_back(tmp_path):
+    ws = Workspace.at(tmp_path)
+    for name in ("bob", "alice"):
+        ws.session_log(name).parent.mkdir(parents=True)
+        ws.session_log(name).write_text("")
+    ws.agent_dir("carol").mkdir()  # an agent folder without a log
+    assert ws.session_logs() == [ws.session_log("alice"), ws.session_log("bob")]
+    assert Workspace.of_agent_file(ws.session_log("bob")) == (ws, "bob")
+    assert Workspace.of_agent_file(tmp_path / "agents" / "bob" / "session.jsonl") is None
+    assert Workspace.of_agent_file(tmp_path / "session.jsonl") is None
+    assert Workspace.transcript_agent(ws.transcripts_dir("alice") / "1-x-auto.jsonl") == "alice"
+    assert Workspace.transcript_agent(tmp_path / "alice" / "1-x-auto.jsonl") is None
+    assert ws.transcripts_root in ws.protected and ws.team_dir in ws.protected

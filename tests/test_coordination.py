@@ -150,6 +150,24 @@ def test_update_task_fails_hands_over_and_refuses_cycles(tmp_path: Path) -> None
     assert mail(ws, "carol")[-1]["task_id"] == 1
 
 
+def test_clearing_what_a_task_waits_on_delivers_it_and_a_same_owner_hand_over_tells_nobody(
+    tmp_path: Path,
+) -> None:
+    ws = make_ws(tmp_path)
+    lead = box(ws, "alice")
+    ok(lead.run("create_task", {"subject": "a"}))
+    ok(lead.run("create_task", {"subject": "b", "owner": "bob", "blocked_by": [1]}))
+    assert mail(ws, "bob") == []  # blocked: bob hears of it when it unblocks
+    ok(lead.run("update_task", {"task_id": 2, "blocked_by": []}))
+    [told] = mail(ws, "bob")  # unblocked by hand, not by a completion: told all the same
+    assert (told["type"], told["task_id"], told["from"]) == ("task", 2, "alice")
+    assert "bob has it already" in ok(lead.run("update_task", {"task_id": 2, "owner": "bob"}))
+    assert len(mail(ws, "bob")) == 1  # nothing changed, nobody told
+    assert "tasks are for agents, not 'user'" in err(
+        lead.run("update_task", {"task_id": 2, "owner": "user"})
+    )
+
+
 def test_without_a_lead_nobody_is_notified(tmp_path: Path) -> None:
     ws = make_ws(tmp_path, team="")
     bob = box(ws, "bob")

@@ -345,6 +345,23 @@ def test_stats_without_events_is_one_clear_line(tmp_path: Path):
     assert r.returncode == 1 and "no events recorded yet" in r.stderr
 
 
+def test_event_readers_refuse_what_is_not_a_database_in_one_line(tmp_path: Path):
+    from team.core.errors import UserError
+    from team.study.audit import read_audit
+    from team.study.stats import load
+
+    db = tmp_path / "events.db"
+    db.write_text("not a database\n")
+    for read in (load, read_audit):
+        with pytest.raises(UserError, match="cannot read"):
+            read(db)
+    assert db.read_text() == "not a database\n"  # read-only: nothing written
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).execute("CREATE TABLE other (x)").connection.close()
+    assert read_audit(empty) == []  # no tables of ours: nothing of that kind recorded
+    assert list(load(empty).all()) == []
+
+
 def test_report_writes_png_and_html(ws: Path, tmp_path: Path):
     import matplotlib.image
 

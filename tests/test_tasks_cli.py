@@ -209,6 +209,24 @@ def test_cancel_reassign_reopen_tell_the_owners(ws: Path) -> None:
     assert inbox(ws, "bob")[-1]["type"] == "task"
 
 
+def test_block_reassign_cancel_say_what_they_did_and_tell_only_who_must_act(ws: Path) -> None:
+    team("assign", "alice", "design the schema", cwd=ws)
+    team("assign", "bob", "write the api", "--blocked-by", "1", cwd=ws)
+    assert inbox(ws, "bob") == []
+    r = team("task", "block", "2", "--by", "", cwd=ws)
+    assert (r.returncode, r.stdout.strip()) == (0, "task #2 is pending, blocked by nothing")
+    [told] = inbox(ws, "bob")  # it no longer waits: its owner hears of it now
+    assert (told["type"], told["task_id"]) == ("task", 2)
+    r = team("task", "block", "2", "--by", "1", cwd=ws)
+    assert r.stdout.strip() == "task #2 is blocked, blocked by #1" and len(inbox(ws, "bob")) == 1
+    r = team("task", "reassign", "2", "bob", cwd=ws)
+    assert (r.returncode, r.stdout.strip()) == (0, "task #2 is already bob's")
+    assert len(inbox(ws, "bob")) == 1
+    r = team("task", "cancel", "1", cwd=ws)
+    assert r.stdout.strip() == "task #1 cancelled; #2 wait on it and stay blocked"
+    assert board(ws)[1]["status"] == "blocked"
+
+
 def test_bad_input_is_one_line_and_changes_nothing(ws: Path) -> None:
     tb = TaskBoard(ws / ".team" / "tasks")
     tb.create("a", owner="alice")

@@ -52,7 +52,7 @@ class FilesBackend:
         return MaildirMailbox(self.ws.inbox_dir(agent))
 
     def waker(self, agent: str, stop: threading.Event) -> Waker:
-        return make_waker([self.ws.inbox_dir(agent) / "new"], stop)
+        return make_waker([self.mailbox(agent).new_dir], stop)
 
     def board(self) -> TaskBoard:
         return TaskBoard(self.ws.tasks_dir)

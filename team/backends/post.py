@@ -7,7 +7,7 @@ a typo in a recipient is the same clear error everywhere, never a new inbox.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -29,7 +29,7 @@ def check_sender(config: TeamConfig, sender: str) -> None:
         raise UserError(f"unknown sender {sender!r} (one of: {known})")
 
 
-def compose(
+def send(
     ws: Workspace,
     config: TeamConfig,
     to: str,
@@ -39,8 +39,17 @@ def compose(
     type: str = "message",
     task_id: int | None = None,
     approved: bool | None = None,
+    sink: EventSink | None = None,
+    backend: Backend | None = None,
+    spool: Callable[[MailMessage], None] | None = None,
 ) -> MailMessage:
-    """The message `send` would deliver, checked; nothing is delivered.
+    """Check one message to `to` and deliver it to their inbox; durable when it returns.
+
+    Args:
+        backend: the team's backend (a running node passes its own); None opens the
+            one team.toml or TEAM_BACKEND names, for this call.
+        spool: takes the checked message instead of delivering it now (a Redis node's
+            outbox, which delivers it later and tells its own sink).
 
     Raises:
         UserError: unknown recipient (naming the team's agents), invalid sender name,
@@ -53,7 +62,7 @@ def compose(
     if not content.strip():
         raise UserError("message is empty")
     try:
-        return MailMessage.model_validate(
+        msg = MailMessage.model_validate(
             {
                 "from": sender,
                 "to": to,
@@ -67,33 +76,9 @@ def compose(
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise UserError(f"invalid message {field}: {err['msg']}") from None
-
-
-def send(
-    ws: Workspace,
-    config: TeamConfig,
-    to: str,
-    content: str,
-    *,
-    sender: str = "user",
-    type: str = "message",
-    task_id: int | None = None,
-    approved: bool | None = None,
-    sink: EventSink | None = None,
-    backend: Backend | None = None,
-) -> MailMessage:
-    """Deliver one message to `to`'s inbox; durable when it returns.
-
-    Args:
-        backend: the team's backend (a running node passes its own); None opens the
-            one team.toml or TEAM_BACKEND names, for this call.
-
-    Raises:
-        UserError: what `compose` refuses.
-    """
-    msg = compose(
-        ws, config, to, content, sender=sender, type=type, task_id=task_id, approved=approved
-    )
+    if spool is not None:
+        spool(msg)
+        return msg
     with _using(ws, config, backend) as b:
         deliver(b, msg, sink)
     return msg

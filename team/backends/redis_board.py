@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from team.backends.redis_link import RedisLink
 from team.tasks import rules
-from team.tasks.model import Task, TaskError
+from team.tasks.model import Task
 from team.tasks.operations import Change, RuleBoard, Stored, apply_rule
 
 log = logging.getLogger(__name__)
@@ -165,8 +165,7 @@ class RedisBoard(RuleBoard):
         created_by: str = "user",
         blocked_by: Sequence[int] = (),
     ) -> Task:
-        if not subject.strip():
-            raise TaskError("a task needs a subject (got empty text)")
+        rules.check_subject(subject)
         made = self.link.key("tasks", "made", uuid.uuid4().hex)
 
         def attempt(pipe: redis.client.Pipeline) -> Task:

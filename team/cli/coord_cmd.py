@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from team.cli.base import DirOption, JsonOption, app, teamwork, workspace
-from team.cli.tasks_cmd import team_board
+from team.cli.base import DirOption, JsonOption, app, workspace
+from team.cli.tasks_cmd import open_teamwork, team_board
 from team.core.errors import UserError
 
 TaskArg = Annotated[int, typer.Argument(metavar="N", help="The task whose plan it is.")]
@@ -20,11 +20,7 @@ def goal(
     dir: DirOption = ".",
 ) -> None:
     """Give the team a goal: its lead splits it into tasks for the others."""
-    ws = workspace(dir)
-    config = ws.load_config()
-    if not text.strip():
-        raise UserError("the goal is empty")
-    with teamwork(ws, config, team_board(ws, config)) as tw:
+    with open_teamwork(dir) as tw:
         lead = tw.goal(text)
     typer.echo(f"goal sent to {lead} (the lead)")
 
@@ -79,14 +75,8 @@ def reject(
 
 
 def _review(dir, task_id: int, approve: bool, feedback: str | None) -> None:
-    from team.workspace.places import USER
-
-    ws = workspace(dir)
-    config = ws.load_config()
-    board = team_board(ws, config)
-    task = board.review_plan(task_id, approve, feedback)
-    with teamwork(ws, config, board) as tw:
-        tw.plan_reviewed(task, USER)
+    with open_teamwork(dir) as tw:
+        task = tw.review_plan(task_id, approve, feedback)
     typer.echo(f"plan for task #{task.id} {task.plan_state}; {task.owner} is told")
 
 

@@ -14,7 +14,6 @@ from team.core.errors import UserError
 if TYPE_CHECKING:
     from team.workspace.places import Workspace
 
-DEMO_MARK = "demo"  # in .team/: this folder is the demo's to delete
 AGENTS = [("alice", "coder"), ("bob", "tester"), ("carol", "reviewer")]
 LEAD = "alice"
 GOAL = "Add bulk discounts to src/pricing.py"
@@ -77,7 +76,7 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     text = render_config("demo", "sim", AGENTS, threshold=threshold)
     ws.config_path.write_text(text.replace("[team]\n", f'[team]\nlead = "{LEAD}"\n', 1))
     ws.team_dir.mkdir(parents=True, exist_ok=True)
-    (ws.team_dir / DEMO_MARK).write_text("made by `team demo`: it may delete this folder\n")
+    ws.demo_mark.write_text("made by `team demo`: it may delete this folder\n")
     seed_project(ws.root)
     config = ws.load_config()
     board = TaskBoard(ws.tasks_dir)
@@ -107,7 +106,7 @@ def demo(
     root = dir.resolve()
     if root.exists() and any(root.iterdir()):
         ws = Workspace.at(root)
-        if not (ws.team_dir / DEMO_MARK).exists():
+        if not ws.demo_mark.exists():
             # only ever delete a folder `team demo` made itself: never a user's project
             raise UserError(f"{root} is not empty and is not a demo folder; pick another --dir")
         if not fresh:

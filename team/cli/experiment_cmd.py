@@ -118,10 +118,8 @@ def experiment(
 def _own_recording(path: Path) -> bool:
     """One of our own workspaces, or a session log inside one; not an imported workspace,
     and not a log copied elsewhere (those go through the readers, which detect it)."""
-    from team.sessions.workspace import import_path
     from team.workspace.places import Workspace
 
     if path.is_dir():
-        return not import_path(Workspace.at(path)).exists()
-    parts = path.resolve().parts
-    return len(parts) >= 4 and parts[-4:-2] == (".team", "agents")
+        return not Workspace.at(path).import_record.exists()
+    return Workspace.of_agent_file(path.resolve()) is not None

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,6 +24,8 @@ from team.cli.base import (
 from team.core.errors import UserError, os_error_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from team.mailbox.maildir import Status
     from team.mailbox.message import MailMessage
 
@@ -43,13 +43,7 @@ def send(
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to an agent's inbox (works whether or not the team is up)."""
-    from team.backends import post
-
-    ws = workspace(dir)
-    config = ws.load_config()
-    text = text_input(text, file)
-    with event_log(ws) as sink, _delivering():
-        msg = post.send(ws, config, agent, text, sender=sender, sink=sink)
+    (msg,) = _post(dir, text, file, agent, sender)
     typer.echo(f"sent {msg.id} to {agent}")
 
 
@@ -61,24 +55,30 @@ def broadcast(
     dir: DirOption = ".",
 ) -> None:
     """Deliver a message to every agent but the sender."""
-    from team.backends import post
-
-    ws = workspace(dir)
-    config = ws.load_config()
-    text = text_input(text, file)
-    with event_log(ws) as sink, _delivering():
-        sent = post.broadcast(ws, config, text, sender=sender, sink=sink)
+    sent = _post(dir, text, file, None, sender)
     if sent:
         typer.echo(f"sent to {', '.join(m.to for m in sent)}")
     else:
         typer.echo("no recipients: the sender is the only agent")
 
 
-@contextlib.contextmanager
-def _delivering() -> Iterator[None]:
-    """A delivery the disk refuses is one line; the mailbox leaves no partial file."""
+def _post(
+    dir: str, text: str | None, file: Path | None, to: str | None, sender: str
+) -> list[MailMessage]:
+    """Send the message to `to`, or to every agent but the sender when None.
+
+    A delivery the disk refuses is one line; the mailbox leaves no partial file.
+    """
+    from team.backends import post
+
+    ws = workspace(dir)
+    config = ws.load_config()
+    content = text_input(text, file)
     try:
-        yield
+        with event_log(ws) as sink:
+            if to is None:
+                return post.broadcast(ws, config, content, sender=sender, sink=sink)
+            return [post.send(ws, config, to, content, sender=sender, sink=sink)]
     except OSError as e:
         raise UserError(f"message not sent: {os_error_line(e)}") from None
 

@@ -84,11 +84,12 @@ def stats(
     """
     from team.study.stats import stats as compute_stats
     from team.study.stats import tables
+    from team.workspace.places import Workspace
 
     ws = workspace(dir)
     local = ws.events_db
     if db:
-        extra = [p / ".team" / "events.db" if p.is_dir() else p for p in db]
+        extra = [Workspace.at(p).events_db if p.is_dir() else p for p in db]
         st = compute_stats(([local] if local.exists() else []) + extra, _team_model(ws))
     else:
         st = compute_stats(local, _team_model(ws))
@@ -119,9 +120,7 @@ def report(
     from team.study.report import write_report
 
     ws = workspace(dir)
-    png, page = write_report(
-        ws.events_db, out or ws.team_dir / "report.png", _team_name(ws), _team_model(ws)
-    )
+    png, page = write_report(ws.events_db, out or ws.report_png, _team_name(ws), _team_model(ws))
     typer.echo(str(png))
     typer.echo(str(page))
 
@@ -160,12 +159,13 @@ def transcripts_show(
 ) -> None:
     """Render one transcript: the full history of a segment, as a person reads it."""
     from team.study.conversation_view import show_transcript
+    from team.workspace.places import Workspace
 
     ws = workspace(dir)
     path = file if file.is_absolute() or file.exists() else ws.root / file
     if not path.is_file():
         raise UserError(f"{file}: no such transcript")
-    agent = path.parent.name if path.parent.parent.name == ".transcripts" else "assistant"
+    agent = Workspace.transcript_agent(path) or "assistant"
     try:
         for text in show_transcript(path, agent, full=full):
             typer.echo(text)

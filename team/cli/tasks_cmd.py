@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,6 +23,7 @@ from team.core.errors import UserError, os_error_line
 
 if TYPE_CHECKING:
     from team.tasks import Board, Task
+    from team.teamwork import Teamwork
     from team.workspace.config import TeamConfig
     from team.workspace.places import Workspace
 
@@ -44,15 +47,6 @@ def parse_ids(text: str | None) -> list[int]:
             raise UserError(f"--blocked-by: {part.strip()!r} is not a task id (want e.g. 1,2)")
         ids.append(int(word))
     return ids
-
-
-def require_worker(config: TeamConfig, ws: Workspace, agent: str) -> None:
-    """Tasks are for agents: a typo or `user` is refused before anything changes."""
-    ws.require_agent(config, agent)
-    if agent not in config.names():  # `user` has an inbox, but no agent would do the work
-        raise UserError(
-            f"tasks are for agents, not {agent!r} (agents: {', '.join(config.names())})"
-        )
 
 
 @app.command()
@@ -88,12 +82,13 @@ def assign(
     ids = parse_ids(blocked_by)
     ws = workspace(dir)
     config = ws.load_config()  # a typo'd --dir must not grow a .team/ somewhere random
+    from team.teamwork import TaskNotDelivered, require_worker
+
     if agent is not None:
-        require_worker(config, ws, agent)  # before the task exists: no orphan on a typo
+        require_worker(config, agent)  # before the task exists: no orphan on a typo
     if description == "-":
         description = sys.stdin.read()
     board = team_board(ws, config)
-    from team.teamwork import TaskNotDelivered
 
     try:
         with teamwork(ws, config, board) as tw:
@@ -181,14 +176,8 @@ def cancel(
     dir: DirOption = ".",
 ) -> None:
     """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
-    ws, config, board = _open(dir)
-    from team.workspace.places import USER
-
-    before = board.get(task_id)
-    task = board.cancel(task_id)
-    with teamwork(ws, config, board) as tw:
-        tw.cancelled(task, USER, before.status)
-    waiting = [t.id for t in board.unfinished() if task_id in t.blocked_by]
+    with open_teamwork(dir) as tw:
+        task, waiting = tw.cancel(task_id)
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
     typer.echo(f"task #{task.id} cancelled{behind}")
 
@@ -200,18 +189,12 @@ def reassign(
     dir: DirOption = ".",
 ) -> None:
     """Give an unfinished task to another agent; it starts over, the old owner is told."""
-    ws, config, board = _open(dir)
-    from team.workspace.places import USER
-
-    require_worker(config, ws, agent)
-    before = board.get(task_id)
-    task = board.reassign(task_id, agent)
-    if before.owner == task.owner:
+    with open_teamwork(dir) as tw:
+        task, was = tw.reassign(task_id, agent)
+    if was == task.owner:
         typer.echo(f"task #{task.id} is already {agent}'s")
         return
-    with teamwork(ws, config, board) as tw:
-        tw.reassigned(task, before.owner, USER)
-    typer.echo(f"task #{task.id} -> {agent} (was {before.owner or 'open'})")
+    typer.echo(f"task #{task.id} -> {agent} (was {was or 'open'})")
 
 
 @task_app.command("reopen")
@@ -220,12 +203,8 @@ def reopen(
     dir: DirOption = ".",
 ) -> None:
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
-    ws, config, board = _open(dir)
-    from team.workspace.places import USER
-
-    task = board.reopen(task_id)
-    with teamwork(ws, config, board) as tw:
-        tw.assigned(task, USER)
+    with open_teamwork(dir) as tw:
+        task = tw.reopen(task_id)
     typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
 
 
@@ -236,14 +215,9 @@ def block(
     dir: DirOption = ".",
 ) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
-    ws, config, board = _open(dir)
-    from team.workspace.places import USER
-
-    before = board.get(task_id)
-    task = board.set_blocked_by(task_id, parse_ids(by))
-    if before.status == "blocked" and task.status == "pending":
-        with teamwork(ws, config, board) as tw:
-            tw.assigned(task, USER)
+    ids = parse_ids(by)
+    with open_teamwork(dir) as tw:
+        task = tw.set_blocked_by(task_id, ids)
     typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
 
@@ -254,10 +228,13 @@ def team_board(ws: Workspace, config: TeamConfig) -> Board:
     return open_backend(ws, config).board()
 
 
-def _open(dir) -> tuple[Workspace, TeamConfig, Board]:
+@contextlib.contextmanager
+def open_teamwork(dir: str) -> Iterator[Teamwork]:
+    """The workspace's `Teamwork` (its board, its event log), for one change by the user."""
     ws = workspace(dir)
     config = ws.load_config()
-    return ws, config, team_board(ws, config)
+    with teamwork(ws, config, team_board(ws, config)) as tw:
+        yield tw
 
 
 def _table(items: list[Task]) -> str:

@@ -12,9 +12,13 @@ import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from team.core.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +173,47 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.executescript(schema_sql())
     _add_missing_columns(conn)
     return conn
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an existing events database for reading only, its rows as `sqlite3.Row`.
+
+    Read-only, so a reader can run while a team writes (WAL readers never block the
+    writer) and a typo'd `--dir` never leaves an empty database behind.
+
+    Raises:
+        sqlite3.Error: there is no database there, or it cannot be opened.
+    """
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """An events database opened read-only for a command that reports on it, then closed.
+
+    Raises:
+        UserError: no events database there, or one that cannot be opened or read.
+    """
+    if not path.is_file():
+        raise UserError(f"no events recorded yet: {path} does not exist (run `team up` first)")
+    try:
+        conn = connect_read_only(path)
+    except sqlite3.Error as e:
+        raise UserError(f"cannot open {path}: {e}") from e
+    try:
+        yield conn
+    except sqlite3.Error as e:
+        raise UserError(f"cannot read {path}: {e}") from e
+    finally:
+        conn.close()
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The tables a database has: one made by an older version may lack some, which
+    just means nothing of that kind was recorded."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:

@@ -59,13 +59,21 @@ class Usage:
     cache_write_tokens: int = 0
 
     @property
+    def input_total(self) -> int:
+        """Everything the call read: input + cache read + cache write."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @property
     def context_tokens(self) -> int:
         """Everything the call saw plus what it wrote: the size of the context after it."""
-        return (
-            self.input_tokens
-            + self.cache_read_tokens
-            + self.cache_write_tokens
-            + self.output_tokens
+        return self.input_total + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

@@ -29,12 +29,13 @@ from team.llm.sim_reading import (
     progress_line,
     read_situation,
 )
+from team.workspace.places import TEAM_DIR, TRANSCRIPTS_DIR
 
 RUN_RE = re.compile(r"\brun\s+`([^`\n]{1,200})`", re.I)
 GREP_HIT_RE = re.compile(r"(?:\./)?([\w.][\w./-]*):\d+:")
 WC_LINE_RE = re.compile(r"\s*(\d+)\s+(?:\./)?(\S.*)")
 MAX_LINE = 4096  # longer output lines name no file worth reading (and are never re-scanned)
-SKIP_DIRS = (".team/", ".transcripts/", ".git/", ".venv/")
+SKIP_DIRS = (f"{TEAM_DIR}/", f"{TRANSCRIPTS_DIR}/", ".git/", ".venv/")
 STOPWORDS = frozenset(
     {"the", "this", "that", "with", "from", "into", "task", "file", "files", "please", "make"}
     | {"sure", "about", "should", "what", "when", "which", "have", "some", "them", "then"}

@@ -205,7 +205,7 @@ class Sandbox:
         mode = mode_for(config, agent, avail or detect())
         if mode == "off":  # as before the sandbox existed: only the file tools' own guard
             return cls(Scope(root, tuple(protected)))
-        tmp = ws.agent_dir(agent) / "tmp"
+        tmp = ws.agent_tmp(agent)
         scope = Scope(root, tuple(protected), deny_paths(config, root), tmp)
         return cls(
             scope,

@@ -10,7 +10,6 @@ from team.sessions.model import (
     CompactionMark,
     ImportReport,
     LogError,
-    RecordedUsage,
     Session,
     Turn,
 )
@@ -21,7 +20,6 @@ __all__ = [
     "CompactionMark",
     "ImportReport",
     "LogError",
-    "RecordedUsage",
     "Session",
     "Turn",
     "read_session",

@@ -58,6 +58,21 @@ def tool_name(name: str, renamed: Counter[str]) -> str:
     return ours
 
 
+def tool_arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments (an object, or its JSON text, as OpenAI-style logs write them).
+
+    Arguments that are not a JSON object are kept whole under "arguments", so nothing of
+    what the call carried is lost.
+    """
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return {"arguments": raw}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
 def image_tokens(source: dict[str, Any]) -> int:
     """Tokens an image costs: from its pixel size when the header says, else the cap."""
     data = source.get("data") if isinstance(source, dict) else None

@@ -46,7 +46,7 @@ from team.llm.base import (
 from team.llm.prices import TTL_SECONDS, billed_input
 from team.llm.sim_cache import Piece, PromptCache
 from team.llm.sim_summary import summarise
-from team.sessions.model import AgentLog, RecordedUsage, Session
+from team.sessions.model import AgentLog, Session
 
 DEFAULT_CHARS_PER_TOKEN = float(CHARS_PER_TOKEN)
 
@@ -171,7 +171,7 @@ def recorded(session: Session) -> Recorded | None:
             total.cache_write_tokens,
             total.cache_read_tokens,
         )
-    out = RecordedUsage()
+    out = Usage()
     for u, _ in calls:
         out = out + u
     return Recorded(

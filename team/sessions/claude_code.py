@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from team.core.conversation import ToolResultBlock, ToolUseBlock
+from team.llm.base import Usage
 from team.sessions.blocks import anthropic_blocks, name_results
 from team.sessions.model import (
     AgentLog,
     CompactionMark,
     ImportReport,
     LogError,
-    RecordedUsage,
     Session,
     Turn,
 )
@@ -224,15 +224,15 @@ def _one_hour(msg: dict[str, Any]) -> bool:
     return isinstance(split, dict) and as_int(split.get("ephemeral_1h_input_tokens")) > 0
 
 
-def _usage(msg: dict[str, Any]) -> RecordedUsage | None:
+def _usage(msg: dict[str, Any]) -> Usage | None:
     u = msg.get("usage")
     if not isinstance(u, dict):
         return None
-    return RecordedUsage(
-        as_int(u.get("input_tokens")),
-        as_int(u.get("cache_read_input_tokens")),
-        as_int(u.get("cache_creation_input_tokens")),
-        as_int(u.get("output_tokens")),
+    return Usage(
+        input_tokens=as_int(u.get("input_tokens")),
+        cache_read_tokens=as_int(u.get("cache_read_input_tokens")),
+        cache_write_tokens=as_int(u.get("cache_creation_input_tokens")),
+        output_tokens=as_int(u.get("output_tokens")),
     )
 
 

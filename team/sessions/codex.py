@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
-from team.sessions.blocks import image_text, name_results, thinking_text, tool_name
-from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
+from team.llm.base import Usage
+from team.sessions.blocks import image_text, name_results, thinking_text, tool_arguments, tool_name
+from team.sessions.model import AgentLog, CompactionMark, ImportReport, Session, Turn
 from team.sessions.source import as_int, epoch
 
 FORMAT = "codex"
@@ -110,22 +111,12 @@ def _item(p: dict[str, Any], report: ImportReport) -> tuple[str, list[Block]]:
         elif kind == "custom_tool_call":
             name, args = str(p.get("name", "")), {"input": str(p.get("input", ""))}
         else:
-            name, args = str(p.get("name", "")), _arguments(p.get("arguments"))
+            name, args = str(p.get("name", "")), tool_arguments(p.get("arguments"))
         return "assistant", [ToolUseBlock(call_id, tool_name(name, report.renamed), args)]
     if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
         return "user", [ToolResultBlock(str(p.get("call_id", "")), _output(p.get("output")))]
     report.dropped[f"{kind} items"] += 1
     return "user", []
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {"arguments": raw}
-    return value if isinstance(value, dict) else {"arguments": value}
 
 
 def _output(raw: Any) -> str:
@@ -142,11 +133,10 @@ def _output(raw: Any) -> str:
     return "" if raw is None else str(raw)
 
 
-def _usage(u: dict[str, Any]) -> RecordedUsage:
+def _usage(u: dict[str, Any]) -> Usage:
     cached = as_int(u.get("cached_input_tokens"))
-    return RecordedUsage(
-        max(0, as_int(u.get("input_tokens")) - cached),
-        cached,
-        0,
-        as_int(u.get("output_tokens")) + as_int(u.get("reasoning_output_tokens")),
+    return Usage(
+        input_tokens=max(0, as_int(u.get("input_tokens")) - cached),
+        cache_read_tokens=cached,
+        output_tokens=as_int(u.get("output_tokens")) + as_int(u.get("reasoning_output_tokens")),
     )

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import Usage
 from team.sessions.blocks import name_results, thinking_text, tool_name
-from team.sessions.model import AgentLog, ImportReport, LogError, RecordedUsage, Session, Turn
+from team.sessions.model import AgentLog, ImportReport, LogError, Session, Turn
 from team.sessions.source import as_int, epoch
 
 FORMAT = "gemini-cli"
@@ -108,13 +109,12 @@ def _result(call: dict[str, Any]) -> str:
     return display if isinstance(display, str) else ""
 
 
-def _usage(tokens: Any) -> RecordedUsage | None:
+def _usage(tokens: Any) -> Usage | None:
     if not isinstance(tokens, dict):
         return None
     cached = as_int(tokens.get("cached"))
-    return RecordedUsage(
-        max(0, as_int(tokens.get("input")) - cached),
-        cached,
-        0,
-        as_int(tokens.get("output")) + as_int(tokens.get("thoughts")),
+    return Usage(
+        input_tokens=max(0, as_int(tokens.get("input")) - cached),
+        cache_read_tokens=cached,
+        output_tokens=as_int(tokens.get("output")) + as_int(tokens.get("thoughts")),
     )

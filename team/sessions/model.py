@@ -13,6 +13,7 @@ from pathlib import Path
 
 from team.core.conversation import Block, Message, Role
 from team.core.errors import UserError
+from team.llm.base import Usage
 
 
 class LogError(UserError):
@@ -22,33 +23,6 @@ class LogError(UserError):
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {problem}")
         self.path, self.line, self.problem = str(path), line, problem
-
-
-@dataclass(frozen=True)
-class RecordedUsage:
-    """One recorded model call's tokens, in the Messages API's split.
-
-    `input_tokens` is the uncached input only (OpenAI and Gemini count cached tokens
-    inside their input figure; the readers subtract them).
-    """
-
-    input_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-
-    @property
-    def input_total(self) -> int:
-        """Everything the call read: input + cache read + cache write."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
-
-    def __add__(self, other: RecordedUsage) -> RecordedUsage:
-        return RecordedUsage(
-            self.input_tokens + other.input_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.output_tokens + other.output_tokens,
-        )
 
 
 @dataclass
@@ -61,7 +35,7 @@ class Turn:
     blocks: list[Block]
     line: int = 0
     time: float | None = None
-    usage: RecordedUsage | None = None
+    usage: Usage | None = None
     key: str = ""  # the reader's grouping key (Claude Code's message.id)
 
     def message(self) -> Message:
@@ -137,13 +111,13 @@ class Session:
     format: str
     agents: list[AgentLog]
     report: ImportReport = field(default_factory=ImportReport)
-    totals: RecordedUsage | None = None
+    totals: Usage | None = None
 
-    def recorded(self) -> RecordedUsage | None:
+    def recorded(self) -> Usage | None:
         """The recorded usage of every call of every agent, or None if the log has none."""
         calls = [t.usage for a in self.agents for t in a.turns if t.usage is not None]
         if calls:
-            total = RecordedUsage()
+            total = Usage()
             for u in calls:
                 total = total + u
             return total

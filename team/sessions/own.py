@@ -11,10 +11,10 @@ from team.sessions.model import (
     CompactionMark,
     ImportReport,
     LogError,
-    RecordedUsage,
     Session,
     Turn,
 )
+from team.workspace.places import Workspace
 
 FORMAT = "team"
 
@@ -39,11 +39,7 @@ def agent_log(
             else:
                 agent.turns.append(Turn("user", list(rec.blocks), n, o.get("at")))
         elif isinstance(rec, AssistantTurn):
-            u = rec.usage
-            usage = RecordedUsage(
-                u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens
-            )
-            turn = Turn("assistant", list(rec.message.content), n, o.get("at"), usage)
+            turn = Turn("assistant", list(rec.message.content), n, o.get("at"), rec.usage)
             agent.turns.append(turn)
         elif isinstance(rec, Compaction):
             agent.compactions.append(
@@ -55,7 +51,8 @@ def agent_log(
 
 
 def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportReport) -> Session:
-    name = path.parent.name if path.parent.parent.name == "agents" else "main"
+    place = Workspace.of_agent_file(path)
+    name = place[1] if place is not None else "main"
     agent = agent_log(name, path, lines, report)
     report.kept["agents"] = 1
     return Session(str(path), FORMAT, [agent], report)

@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from team.llm.base import Usage
 from team.sessions.blocks import anthropic_blocks, name_results
-from team.sessions.model import AgentLog, ImportReport, LogError, RecordedUsage, Session, Turn
+from team.sessions.model import AgentLog, ImportReport, LogError, Session, Turn
 from team.sessions.source import as_int, epoch
 
 FORMAT = "messages-api"
@@ -45,11 +46,11 @@ def read(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
         u = m.get("usage")
         usage = None
         if isinstance(u, dict):
-            usage = RecordedUsage(
-                as_int(u.get("input_tokens")),
-                as_int(u.get("cache_read_input_tokens")),
-                as_int(u.get("cache_creation_input_tokens")),
-                as_int(u.get("output_tokens")),
+            usage = Usage(
+                input_tokens=as_int(u.get("input_tokens")),
+                cache_read_tokens=as_int(u.get("cache_read_input_tokens")),
+                cache_write_tokens=as_int(u.get("cache_creation_input_tokens")),
+                output_tokens=as_int(u.get("output_tokens")),
             )
         agent.turns.append(Turn(role, blocks, i + 1, epoch(m.get("timestamp")), usage))
     name_results(agent.turns)

@@ -9,6 +9,7 @@ from team.sessions import claude_code, codex, gemini, own, plain, trajectories
 from team.sessions.model import ImportReport, LogError, Session
 from team.sessions.repair import check
 from team.sessions.source import json_document, json_lines, read_text
+from team.workspace.places import Workspace
 
 FORMATS = (
     "claude-code",
@@ -91,10 +92,10 @@ def _unknown() -> str:
 
 
 def _workspace(path: Path, report: ImportReport) -> Session:
-    agents_dir = path / ".team" / "agents"
-    logs = sorted(agents_dir.glob("*/session.jsonl")) if agents_dir.is_dir() else []
+    ws = Workspace.at(path)
+    logs = ws.session_logs()
     if not logs:
-        raise LogError(path, None, f"no session logs under {agents_dir}")
+        raise LogError(path, None, f"no session logs under {ws.agents_root}")
     agents = []
     for log in logs:
         lines = json_lines(log, read_text(log), repair=False, report=report)

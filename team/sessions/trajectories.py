@@ -13,14 +13,14 @@ run's `tokens_sent` / `tokens_received` in `info.model_stats`.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
-from team.sessions.blocks import name_results, thinking_text, tool_name
-from team.sessions.model import AgentLog, ImportReport, RecordedUsage, Session, Turn
+from team.llm.base import Usage
+from team.sessions.blocks import name_results, thinking_text, tool_arguments, tool_name
+from team.sessions.model import AgentLog, ImportReport, Session, Turn
 from team.sessions.source import as_int, epoch
 
 # mini-swe-agent's contract with its model: exactly one ```bash block per reply.
@@ -49,8 +49,9 @@ def read_swe_agent(path: Path, doc: dict[str, Any], report: ImportReport) -> Ses
     stats = (doc.get("info") or {}).get("model_stats") or {}
     totals = None
     if as_int(stats.get("tokens_sent")):
-        totals = RecordedUsage(
-            as_int(stats.get("tokens_sent")), 0, 0, as_int(stats.get("tokens_received"))
+        totals = Usage(
+            input_tokens=as_int(stats.get("tokens_sent")),
+            output_tokens=as_int(stats.get("tokens_received")),
         )
     report.kept["agents"] = 1
     return Session(str(path), "swe-agent", [agent], report, totals)
@@ -104,7 +105,7 @@ def _chat(name: str, messages: list[Any], report: ImportReport) -> AgentLog:
                     ToolUseBlock(
                         str(c.get("id", "")),
                         tool_name(str(fn.get("name", "")), report.renamed),
-                        _arguments(fn.get("arguments")),
+                        tool_arguments(fn.get("arguments")),
                     )
                 )
             pending = None
@@ -150,17 +151,7 @@ def _content(content: Any) -> str:
     return ""
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {"arguments": raw}
-    return value if isinstance(value, dict) else {"arguments": value}
-
-
-def _usage(extra: dict[str, Any]) -> RecordedUsage | None:
+def _usage(extra: dict[str, Any]) -> Usage | None:
     u = (extra.get("response") or {}).get("usage") if isinstance(extra, dict) else None
     if not isinstance(u, dict):
         return None
@@ -169,6 +160,9 @@ def _usage(extra: dict[str, Any]) -> RecordedUsage | None:
     write = as_int(u.get("cache_creation_input_tokens"))
     prompt = as_int(u.get("prompt_tokens"))
     # litellm's prompt_tokens includes the cached part for both providers
-    return RecordedUsage(
-        max(0, prompt - read - write), read, write, as_int(u.get("completion_tokens"))
+    return Usage(
+        input_tokens=max(0, prompt - read - write),
+        output_tokens=as_int(u.get("completion_tokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
     )

@@ -19,15 +19,9 @@ from team.agents.session.log import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
 from team.core.errors import UserError
 from team.llm.base import Usage
-from team.sessions.model import AgentLog, CompactionMark, ImportReport, RecordedUsage, Session, Turn
+from team.sessions.model import AgentLog, CompactionMark, ImportReport, Session, Turn
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
-
-IMPORT_FILE = "import.json"
-
-
-def import_path(ws: Workspace) -> Path:
-    return ws.team_dir / IMPORT_FILE
 
 
 def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Workspace:
@@ -37,7 +31,7 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         UserError: `root` already has a team.toml or session logs.
     """
     ws = Workspace.at(root)
-    if ws.config_path.exists() or (ws.team_dir / "agents").exists():
+    if ws.config_path.exists() or ws.agents_root.exists():
         raise UserError(f"{ws.root}: already holds a team (import into an empty folder)")
     ws.root.mkdir(parents=True, exist_ok=True)
     agents = [(a.name, f"imported from {session.format}") for a in session.agents]
@@ -50,7 +44,7 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
                 if t.role == "user":
                     log.append(UserTurn(tuple(t.blocks)))
                 else:
-                    log.append(AssistantTurn(t.message(), _usage(t.usage)))
+                    log.append(AssistantTurn(t.message(), t.usage or Usage()))
         finally:
             log.close()
     meta = {
@@ -61,9 +55,9 @@ def write_workspace(session: Session, root: Path, *, fsync: bool = True) -> Work
         "agents": {a.name: _agent_meta(a) for a in session.agents},
     }
     _events(session, ws)
-    tmp = import_path(ws).with_suffix(".tmp")
+    tmp = ws.import_record.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1))
-    os.replace(tmp, import_path(ws))
+    os.replace(tmp, ws.import_record)
     return ws
 
 
@@ -76,7 +70,7 @@ def _events(session: Session, ws: Workspace) -> None:
     try:
         for a in session.agents:
             for t in a.replies():
-                u = t.usage or RecordedUsage()
+                u = t.usage or Usage()
                 events.emit(
                     ModelCallEvent(
                         a.name,
@@ -109,12 +103,6 @@ def _events(session: Session, ws: Workspace) -> None:
         events.close()
 
 
-def _usage(u: RecordedUsage | None) -> Usage:
-    if u is None:
-        return Usage()
-    return Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-
-
 def _agent_meta(a: AgentLog) -> dict[str, Any]:
     return {
         "model": a.model,
@@ -130,7 +118,7 @@ def _agent_meta(a: AgentLog) -> dict[str, Any]:
 def read_import(ws: Workspace, session: Session) -> None:
     """Put back on `session` (read from an imported workspace's logs) what only
     import.json holds: times, the recorded usage of every call, compactions, totals."""
-    path = import_path(ws)
+    path = ws.import_record
     if not path.is_file():
         return
     try:
@@ -140,7 +128,7 @@ def read_import(ws: Workspace, session: Session) -> None:
     session.format = str(meta.get("format") or session.format)
     session.source = str(meta.get("source") or session.source)
     if meta.get("totals"):
-        session.totals = RecordedUsage(**meta["totals"])
+        session.totals = Usage(**meta["totals"])
     report = meta.get("report") or {}
     session.report = ImportReport()
     for key in ("kept", "dropped", "renamed"):
@@ -163,4 +151,4 @@ def _put_back(turns: list[Turn], times: list[Any], usage: list[Any]) -> None:
         return  # the logs changed since the import: keep what they say
     for t, when, u in zip(turns, times, usage, strict=True):
         t.time = when
-        t.usage = RecordedUsage(**u) if u else None
+        t.usage = Usage(**u) if u else None

@@ -5,13 +5,11 @@ The rows are `AuditEvent`s (team.core.events) in `.team/events.db`; `team audit`
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-from team.core.errors import UserError
-from team.core.events import AuditEvent
+from team.core.events import AuditEvent, reading, table_names
 
 
 def read_audit(db: Path, agent: str | None = None) -> list[dict[str, Any]]:
@@ -20,30 +18,17 @@ def read_audit(db: Path, agent: str | None = None) -> list[dict[str, Any]]:
     Raises:
         UserError: no events database there, or one that cannot be read.
     """
-    if not db.is_file():
-        raise UserError(f"no events recorded yet: {db} does not exist (run `team up` first)")
-    try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as e:
-        raise UserError(f"cannot open {db}: {e}") from e
-    conn.row_factory = sqlite3.Row
-    table = AuditEvent.table
-    try:
-        present = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
-        ).fetchone()
-        if not present:  # a database from before the audit trail: nothing recorded
+    with reading(db) as conn:
+        if AuditEvent.table not in table_names(conn):  # from before the audit trail: none recorded
             return []
         where, args = ("WHERE agent = ?", (agent,)) if agent else ("", ())
-        rows = conn.execute(f"SELECT * FROM {table} {where} ORDER BY ts, id", args).fetchall()
-        out = [dict(r) for r in rows]
-        for row in out:
-            row.pop("id", None)
-        return out
-    except sqlite3.Error as e:
-        raise UserError(f"cannot read {db}: {e}") from e
-    finally:
-        conn.close()
+        rows = conn.execute(
+            f"SELECT * FROM {AuditEvent.table} {where} ORDER BY ts, id", args
+        ).fetchall()
+    out = [dict(r) for r in rows]
+    for row in out:
+        row.pop("id", None)
+    return out
 
 
 def render_row(row: dict[str, Any], width: int = 100) -> str:

@@ -86,7 +86,7 @@ def load_recording(path: Path) -> Recording:
         config = ws.load_config()
         names = [n for n in config.names() if ws.session_log(n).is_file()]
         if not names:
-            raise ReplayError(f"{path}: no session logs under {ws.team_dir / 'agents'}")
+            raise ReplayError(f"{path}: no session logs under {ws.agents_root}")
         return Recording(config, {n: _records(ws.session_log(n)) for n in names}, str(path))
     if not path.is_file():
         raise ReplayError(f"{path}: no such file or directory")
@@ -96,16 +96,14 @@ def load_recording(path: Path) -> Recording:
 
 
 def _config_near(path: Path, name: str) -> TeamConfig:
-    parts = path.parts
-    if len(parts) >= 4 and parts[-4:-2] == (".team", "agents"):
-        toml = Path(*parts[:-4]) / "team.toml"
-        if toml.is_file():
-            try:
-                config = Workspace.at(toml.parent).load_config()
-                if name in config.names():
-                    return config
-            except ConfigError:
-                pass  # a broken team.toml next to a good log: replay the log alone
+    place = Workspace.of_agent_file(path)
+    if place is not None and place[0].config_path.is_file():
+        try:
+            config = place[0].load_config()
+            if name in config.names():
+                return config
+        except ConfigError:
+            pass  # a broken team.toml next to a good log: replay the log alone
     try:
         return parse_config({"agents": [{"name": name, "role": "agent"}]}, str(path))
     except ConfigError:

@@ -8,13 +8,12 @@ The tables are those `team.core.events.schema_sql` makes from the event dataclas
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from team.core.errors import UserError
+from team.core.events import reading, table_names
 from team.llm import prices
 
 LAYERS = ("micro", "auto", "manual")
@@ -59,27 +58,14 @@ def load(db: Path) -> Rows:
     Raises:
         UserError: the database does not exist or is not one.
     """
-    if not db.is_file():
-        raise UserError(f"no events recorded yet: {db} does not exist (run `team up` first)")
-    try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as e:
-        raise UserError(f"cannot open {db}: {e}") from e
-    conn.row_factory = sqlite3.Row
-    try:
-        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        rows = Rows()
+    rows = Rows()
+    with reading(db) as conn:
+        present = table_names(conn)
         for table in TABLES:
-            # A table appears on the first connect; a database made by an older version
-            # may lack one, which just means nothing of that kind was recorded.
             if table in present:
                 got = conn.execute(f"SELECT * FROM {table} ORDER BY ts, id").fetchall()
                 setattr(rows, table, [dict(r) for r in got])
-        return rows
-    except sqlite3.Error as e:
-        raise UserError(f"cannot read {db}: {e}") from e
-    finally:
-        conn.close()
+    return rows
 
 
 def billed_input(row: Row) -> float:

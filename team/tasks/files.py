@@ -111,8 +111,7 @@ class TaskBoard(RuleBoard):
         Raises:
             TaskError: empty subject, or an unknown id in `blocked_by`.
         """
-        if not subject.strip():
-            raise TaskError("a task needs a subject (got empty text)")
+        rules.check_subject(subject)
         with self._locked():
             hot, last = self._view.fresh()  # unreadable files keep their id
             tasks = self._stored(hot)

@@ -149,8 +149,7 @@ def new_task(
     blocked_by: Sequence[int],
     now: float,
 ) -> Task:
-    if not subject.strip():
-        raise TaskError("a task needs a subject (got empty text)")
+    check_subject(subject)
     return Task(
         id=task_id,
         subject=subject,
@@ -289,6 +288,12 @@ def review_plan(
         raise TaskError("say why the plan is rejected (--why TEXT)")
     state = "approved" if approve else "rejected"
     return _stored(task, plan_state=state, plan_feedback=feedback, updated_at=now)
+
+
+def check_subject(subject: str) -> None:
+    """A task needs a subject; the backends also ask before their atomic section."""
+    if not subject.strip():
+        raise TaskError("a task needs a subject (got empty text)")
 
 
 def need(tasks: Tasks, task_id: int) -> Task:

@@ -10,6 +10,9 @@ from team.core.errors import UserError, os_error_line
 from team.workspace.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
 
 USER = "user"
+TEAM_DIR = ".team"
+TRANSCRIPTS_DIR = ".transcripts"
+SESSION_LOG = "session.jsonl"
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class Workspace:
 
     @property
     def team_dir(self) -> Path:
-        return self.root / ".team"
+        return self.root / TEAM_DIR
 
     @property
     def lock_path(self) -> Path:
@@ -48,11 +51,32 @@ class Workspace:
     def inbox_dir(self, agent: str) -> Path:
         return self.inbox_root / agent
 
+    @property
+    def agents_root(self) -> Path:
+        return self.team_dir / "agents"
+
     def agent_dir(self, agent: str) -> Path:
-        return self.team_dir / "agents" / agent
+        return self.agents_root / agent
 
     def session_log(self, agent: str) -> Path:
-        return self.agent_dir(agent) / "session.jsonl"
+        return self.agent_dir(agent) / SESSION_LOG
+
+    def session_logs(self) -> list[Path]:
+        """Every session log here, in the order of the agents' names."""
+        return sorted(self.agents_root.glob(f"*/{SESSION_LOG}"))
+
+    def agent_tmp(self, agent: str) -> Path:
+        """The agent's own /tmp in the sandbox."""
+        return self.agent_dir(agent) / "tmp"
+
+    @classmethod
+    def of_agent_file(cls, path: Path) -> tuple[Workspace, str] | None:
+        """The workspace and the agent whose folder holds `path`
+        (`.team/agents/<agent>/<file>`, such as its session log), or None."""
+        parts = path.parts
+        if len(parts) >= 4 and parts[-4:-2] == (TEAM_DIR, "agents"):
+            return cls.at(Path(*parts[:-4])), parts[-2]
+        return None
 
     @property
     def outbox_dir(self) -> Path:
@@ -68,11 +92,36 @@ class Workspace:
         return self.team_dir / "events.db"
 
     @property
+    def report_png(self) -> Path:
+        """Where `team report` draws by default (its HTML page goes beside it)."""
+        return self.team_dir / "report.png"
+
+    def worktree_dir(self, agent: str) -> Path:
+        """`agent`'s git worktree (isolation = "worktree")."""
+        return self.team_dir / "worktrees" / agent
+
+    @property
+    def import_record(self) -> Path:
+        """What `team import` made this workspace from (team.sessions.workspace)."""
+        return self.team_dir / "import.json"
+
+    @property
+    def demo_mark(self) -> Path:
+        """Present in a folder `team demo` made, which it may therefore delete."""
+        return self.team_dir / "demo"
+
+    @property
     def transcripts_root(self) -> Path:
-        return self.root / ".transcripts"
+        return self.root / TRANSCRIPTS_DIR
 
     def transcripts_dir(self, agent: str) -> Path:
         return self.transcripts_root / agent
+
+    @staticmethod
+    def transcript_agent(path: Path) -> str | None:
+        """The agent whose transcript `path` is (`.transcripts/<agent>/<file>`, in any
+        workspace), or None."""
+        return path.parent.name if path.parent.parent.name == TRANSCRIPTS_DIR else None
 
     @property
     def protected(self) -> tuple[Path, ...]:

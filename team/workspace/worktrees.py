@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from team.core.errors import UserError
-from team.workspace.places import Workspace
+from team.workspace.places import TEAM_DIR, TRANSCRIPTS_DIR, Workspace
 
 GIT_TIMEOUT = 120.0
-IGNORED = (".team/", ".transcripts/")
+IGNORED = (f"{TEAM_DIR}/", f"{TRANSCRIPTS_DIR}/")
 _ADDING = threading.Lock()  # agent threads start together; git locks its worktree list
 
 
@@ -65,17 +65,13 @@ def require_repo(ws: Workspace) -> Path:
 def agent_root(ws: Workspace, agent: str) -> Path:
     """Where `agent` works: its worktree, at the same place inside it as the workspace."""
     top = repo_root(ws.root) or ws.root
-    return worktree_dir(ws, agent) / ws.root.relative_to(top)
-
-
-def worktree_dir(ws: Workspace, agent: str) -> Path:
-    return ws.team_dir / "worktrees" / agent
+    return ws.worktree_dir(agent) / ws.root.relative_to(top)
 
 
 def ensure(ws: Workspace, agent: str) -> Path:
     """Make (or reuse) `agent`'s worktree and branch; returns the agent's root in it."""
     top = require_repo(ws)
-    wt = worktree_dir(ws, agent)
+    wt = ws.worktree_dir(agent)
     with _ADDING:
         _exclude_team_files(top)
         if not (wt / ".git").exists():
@@ -99,7 +95,7 @@ def _add(top: Path, wt: Path, agent: str) -> None:
 
 def status(ws: Workspace, agent: str) -> WorktreeStatus | None:
     """The agent's branch and uncommitted changes; None if it has no worktree yet."""
-    wt = worktree_dir(ws, agent)
+    wt = ws.worktree_dir(agent)
     if not (wt / ".git").exists():
         return None
     changes = _git(wt, "status", "--porcelain", check=False).stdout.splitlines()
@@ -148,7 +144,7 @@ def merge(ws: Workspace, agent: str) -> str:
     if st is not None and st.changes:
         raise WorktreeError(
             f"{agent}'s worktree has {st.changes} uncommitted change(s); nothing was merged "
-            f"(commit them in {worktree_dir(ws, agent)}, or let {agent} finish its task)"
+            f"(commit them in {ws.worktree_dir(agent)}, or let {agent} finish its task)"
         )
     dirty = _git(top, "status", "--porcelain", "--untracked-files=no", check=False).stdout
     if dirty.strip():

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
+from team.core.events import (
+    AgentEvent,
+    CompactionEvent,
+    DeliveryEvent,
+    Event,
+    ModelCallEvent,
+    connect_read_only,
+)
 from team.llm import prices
 
 QUIET_KINDS = frozenset({"started", "stopped", "restarted", "resumed"})
@@ -116,7 +123,7 @@ def spent_so_far(db: Path, model: str) -> dict[str, float]:
     if not db.is_file():
         return {}
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        conn = connect_read_only(db)
         try:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(model_calls)")}
             ttl = "cache_ttl" if "cache_ttl" in columns else "NULL"  # older databases: 5m

@@ -29,7 +29,7 @@ from team.core.events import AgentEvent
 from team.hooks import run_hook
 from team.llm.base import ToolSpec
 from team.tasks import Task, TaskError, rules, wording
-from team.teamwork import Teamwork
+from team.teamwork import Teamwork, require_worker
 from team.workspace import worktrees
 from team.workspace.config import AgentConfig, TeamConfig
 
@@ -195,7 +195,7 @@ class TaskTools:
         subject = need_str(input, "subject")
         owner = opt_str(input, "owner")
         if owner is not None:
-            self._require_worker(owner)
+            require_worker(self.config, owner, noun="teammate")
         task = self.board.create(
             subject,
             owner=owner,
@@ -229,7 +229,7 @@ class TaskTools:
         notes: list[TaskNote] = []
         if "blocked_by" in input:
             self._may_manage(task_id)
-            t = self.board.set_blocked_by(task_id, _ids(input, "blocked_by"))
+            t = self.teamwork.set_blocked_by(task_id, _ids(input, "blocked_by"), self.agent)
             done.append(f"blocked by {_refs(t.blocked_by) or 'nothing'} ({t.status})")
         if owner is not None:
             done.append(self._reassign(task_id, owner))
@@ -253,9 +253,7 @@ class TaskTools:
             done.append(f"task #{t.id} is pending again (still yours)")
         elif status == "cancelled":
             self._may_manage(task_id)
-            before = self.board.get(task_id)
-            t = self.board.cancel(task_id)
-            self.teamwork.cancelled(t, self.agent, before.status)
+            t, _ = self.teamwork.cancel(task_id, self.agent)
             done.append(f"task #{t.id} cancelled")
         return ToolResult(f"task #{task_id}: " + "; ".join(done), tasks=tuple(notes))
 
@@ -282,8 +280,7 @@ class TaskTools:
         if not isinstance(approve, bool):
             raise ToolInputError(f"'approve' must be true or false, got {approve!r}")
         task_id = need_int(input, "task_id")
-        task = self.board.review_plan(task_id, approve, opt_str(input, "feedback"))
-        self.teamwork.plan_reviewed(task, self.agent)
+        task = self.teamwork.review_plan(task_id, approve, opt_str(input, "feedback"), self.agent)
         self._event("plan_" + (task.plan_state or "reviewed"), f"#{task.id}")
         return f"plan for task #{task.id} {task.plan_state}; {task.owner} is told"
 
@@ -333,7 +330,7 @@ class TaskTools:
             return ""
         try:
             commit = worktrees.commit_all(
-                worktrees.worktree_dir(self.ws, self.agent),
+                self.ws.worktree_dir(self.agent),
                 self.agent,
                 f"{self.agent}: task #{task.id} {task.subject}",
             )
@@ -346,13 +343,11 @@ class TaskTools:
         return f" (committed {commit} on {branch})" if commit else ""
 
     def _reassign(self, task_id: int, owner: str) -> str:
-        self._require_worker(owner)
-        before = self.board.get(task_id)
-        if before.owner not in (None, self.agent):
+        require_worker(self.config, owner, noun="teammate")
+        if self.board.get(task_id).owner not in (None, self.agent):
             self._may_manage(task_id)
-        task = self.board.reassign(task_id, owner)
-        self.teamwork.reassigned(task, before.owner, self.agent)
-        return f"handed to {owner}"
+        _, was = self.teamwork.reassign(task_id, owner, self.agent)
+        return f"{owner} has it already" if was == owner else f"handed to {owner}"
 
     def _may_manage(self, task_id: int) -> None:
         """The lead, the task's creator or its owner may change it; nobody else."""
@@ -363,12 +358,6 @@ class TaskTools:
             f"task #{task_id} is not yours to change (created by {task.created_by}, "
             f"owner {task.owner or 'nobody'}); ask them"
         )
-
-    def _require_worker(self, name: str) -> None:
-        if name not in self.config.names():
-            raise ToolInputError(
-                f"unknown teammate {name!r} (agents: {', '.join(self.config.names())})"
-            )
 
     def _event(self, kind: str, detail: str) -> None:
         if self.sink is not None:

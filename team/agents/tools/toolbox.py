@@ -30,6 +30,7 @@ from team.llm.base import ToolSpec
 from team.sandbox.bwrap import Sandbox
 from team.teamwork import Crew, Teamwork
 from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class Toolbox:
         self.inboxes = crew.inboxes
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
-            protected = (Path(root) / ".team", Path(root) / ".transcripts") if own else None
+            protected = Workspace(Path(root)).protected if own else None
             sandbox = Sandbox.for_agent(ws, config, agent, root=root, protected=protected)
         self.sandbox = sandbox
         self.scope = self.sandbox.scope
