@@ -6,6 +6,7 @@ server checks our client instead of agreeing with it by construction.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -276,8 +277,39 @@ def _result_content_problems(at: str, content: Any) -> Iterator[str]:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
             yield from _text_problems(f"{at}.content.{k}", part.get("text"))
-        elif kind not in ("image", "document"):
+        elif kind == "image":
+            yield from _image_problems(f"{at}.content.{k}", part.get("source"))
+        elif kind != "document":
             yield f"{at}.content.{k}.type: tool_result content must be text, image or document"
+
+
+IMAGE_MEDIA_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+IMAGE_MAX_BYTES = 5 * 1024 * 1024
+
+
+def _image_problems(at: str, source: Any) -> Iterator[str]:
+    """An image block as the API documents it: a base64 source of one of four types."""
+    if not isinstance(source, dict) or source.get("type") not in ("base64", "url"):
+        yield f"{at}.source: Input should be a base64 or url image source"
+        return
+    if source["type"] == "url":
+        return
+    if source.get("media_type") not in IMAGE_MEDIA_TYPES:
+        yield (
+            f"{at}.source.media_type: Input should be 'image/jpeg', 'image/png', "
+            "'image/gif' or 'image/webp'"
+        )
+    data = source.get("data")
+    if not isinstance(data, str) or not data:
+        yield f"{at}.source.data: base64 data is required"
+        return
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        yield f"{at}.source.data: the image data is not valid base64"
+        return
+    if len(raw) > IMAGE_MAX_BYTES:
+        yield f"{at}.source.data: image exceeds 5 MB maximum: {len(raw)} bytes"
 
 
 # ---------------------------------------------------------------------------- the cache

@@ -65,7 +65,9 @@ def answer(
             finally:
                 status.current = None
             out.results.append(
-                ToolResultBlock(use.id, r.content, use.name, r.is_error, tasks=r.tasks)
+                ToolResultBlock(
+                    use.id, r.content, use.name, r.is_error, tasks=r.tasks, images=r.images
+                )
             )
     if cut:
         out.results.append(TextBlock(nudges.CONTINUE))

@@ -398,6 +398,7 @@ class Compactor:
                         text[:CARRY_CHARS]
                         + "\n[... cut here; the full output is in the transcript]"
                     )
+                text += "".join(f"\n{i.describe()}" for i in b.images)  # in the transcript
                 out.append(TextBlock(f"[result of {b.name or 'tool'}]\n{text}", tasks=b.tasks))
             elif isinstance(b, TextBlock):
                 out.append(replace(b, text=clip_text(b.text)))  # a 10 MB message is cut

@@ -116,7 +116,7 @@ class MicroCompactor:
 
     def _eligible(self, b: ToolResultBlock) -> bool:
         cfg = self.config
-        return b.name not in cfg.preserve_tools and len(b.content) > cfg.min_chars
+        return b.name not in cfg.preserve_tools and b.chars() > cfg.min_chars  # images count
 
     def candidates(self, messages: list[Message]) -> list[ToolResultBlock]:
         """Results the rules allow to be replaced, oldest first."""
@@ -176,7 +176,7 @@ class MicroCompactor:
             (ref, b) for ref, b in self._candidates(messages) if b.tool_use_id not in self._cleared
         ]
         tokens = call.tokens if call else chars_to_tokens
-        new_tokens = sum(tokens(len(b.content)) for _, b in new)
+        new_tokens = sum(tokens(b.chars()) for _, b in new)
         rewrite = 0
         if new:
             rewrite = self._rewrite_tokens(messages, new[0][0], new_tokens, call)

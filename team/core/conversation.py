@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from team.core.images import ImageBlock
+
 Role = Literal["user", "assistant"]
 
 
@@ -147,6 +149,8 @@ class ToolResultBlock:
     compaction needs it for the `[Previous: used <tool>]` placeholder, so it is stored
     here and dropped by `to_api`. `mail` (the messages a `read_inbox` handed over) and
     `tasks` (what a board tool did) are the result's facts as data, never sent.
+    `images` follow the text (`content`) in what is sent; a result without them is sent
+    as its text alone, as the API's plain string.
     """
 
     tool_use_id: str
@@ -155,6 +159,7 @@ class ToolResultBlock:
     is_error: bool = False
     mail: tuple[InboxMail, ...] = ()
     tasks: tuple[TaskNote, ...] = ()
+    images: tuple[ImageBlock, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -169,20 +174,26 @@ class ToolResultBlock:
             d["mail"] = [m.to_dict() for m in self.mail]
         if self.tasks:
             d["tasks"] = [n.to_dict() for n in self.tasks]
+        if self.images:
+            d["images"] = [i.to_dict() for i in self.images]
         return d
 
     def to_api(self) -> dict[str, Any]:
+        content: str | list[dict[str, Any]] = self.content
+        if self.images:  # the API refuses an empty text block: an image-only result has none
+            text = [{"type": "text", "text": self.content}] if self.content.strip() else []
+            content = text + [i.to_api() for i in self.images]
         d: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": self.tool_use_id,
-            "content": self.content,
+            "content": content,
         }
         if self.is_error:
             d["is_error"] = True
         return d
 
     def chars(self) -> int:
-        return len(self.content)
+        return len(self.content) + sum(i.chars() for i in self.images)
 
 
 Block = TextBlock | ToolUseBlock | ToolResultBlock
@@ -231,8 +242,10 @@ def block_from_dict(d: dict[str, Any]) -> Block:
         return ToolUseBlock(d["id"], d["name"], dict(d.get("input") or {}))
     if kind == "tool_result":
         content = d.get("content", "")
-        if isinstance(content, list):  # the API also allows a list of text blocks
-            content = "\n".join(c.get("text", "") for c in content)
+        images = [ImageBlock.from_dict(i) for i in d.get("images") or ()]
+        if isinstance(content, list):  # the API's shape: a list of text and image blocks
+            images += [ImageBlock.from_dict(c) for c in content if c.get("type") == "image"]
+            content = "\n".join(c.get("text", "") for c in content if c.get("type") == "text")
         return ToolResultBlock(
             d["tool_use_id"],
             content,
@@ -240,6 +253,7 @@ def block_from_dict(d: dict[str, Any]) -> Block:
             bool(d.get("is_error", False)),
             tuple(InboxMail.from_dict(m) for m in d.get("mail") or ()),
             _notes(d),
+            tuple(images),
         )
     raise ValueError(f"unknown content block type: {kind!r}")
 
@@ -298,6 +312,9 @@ def problems(messages: list[Message]) -> list[str]:
                 if b.tool_use_id in answered:
                     errs.append(f"{where}: duplicate tool_result for {b.tool_use_id}")
                 answered.add(b.tool_use_id)
+                for k, image in enumerate(b.images):
+                    if (why := image.problem()) is not None:
+                        errs.append(f"{where}.content.{k}: image refused: {why}")
         missing = [uid for uid in prev_uses if uid not in answered]
         if missing:
             errs.append(
@@ -341,5 +358,6 @@ def render_block(block: Block) -> str:
         return f"[tool call {block.name} id={block.id}] {json.dumps(block.input)}"
     if isinstance(block, ToolResultBlock):
         flag = " (error)" if block.is_error else ""
-        return f"[tool result {block.name or 'tool'}{flag}]\n{block.content}"
+        images = "".join(f"\n{i.describe()}" for i in block.images)
+        return f"[tool result {block.name or 'tool'}{flag}]\n{block.content}{images}"
     raise TypeError(block)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -11,6 +12,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from team.core.errors import UserError
+from team.mcp.config import MCP_JSON, TEAM_TOML_ONLY, McpServerConfig, check_server_name
 from team.workspace.backend_spec import check_url
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -84,6 +86,9 @@ class AgentConfig(BaseModel):
     """Network access for this agent's commands, when it differs from [team] network."""
     plan_approval: bool = False
     """Submit a plan (`submit_plan`) for each task and wait for it to be approved."""
+    mcp: list[str] | None = None
+    """The MCP tools this agent sees: server names ("git") or glob patterns on the tools'
+    names ("mcp__git__git_*"). Default: every server's tools; [] for none."""
 
     @field_validator("name")
     @classmethod
@@ -159,6 +164,15 @@ class TeamConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     agents: list[AgentConfig] = Field(min_length=1)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """The MCP servers the agents may use (with the ones of `.mcp.json` beside team.toml)."""
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in v:
+            check_server_name(name)
+        return v
 
     def agent(self, name: str) -> AgentConfig:
         for a in self.agents:
@@ -197,12 +211,20 @@ def _describe(err: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def parse_config(data: dict[str, Any], source: str = CONFIG_FILE) -> TeamConfig:
+def parse_config(
+    data: dict[str, Any],
+    source: str = CONFIG_FILE,
+    mcp_json: dict[str, McpServerConfig] | None = None,
+) -> TeamConfig:
+    """Check a parsed team.toml; `mcp_json` are the servers of `.mcp.json` (team.toml's
+    own win on a name both define)."""
     try:
         cfg = TeamConfig.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"{source}: {_loc(err['loc'])}: {_describe(err)}") from None
+    if mcp_json:
+        cfg.mcp_servers = {**mcp_json, **cfg.mcp_servers}
     seen: set[str] = set()
     for i, a in enumerate(cfg.agents):
         if a.name in seen:
@@ -214,6 +236,13 @@ def parse_config(data: dict[str, Any], source: str = CONFIG_FILE) -> TeamConfig:
             err = e.errors()[0]
             where = f"agents[{i}].compaction.{_loc(err['loc'])}"
             raise ConfigError(f"{source}: {where}: {_describe(err)}") from None
+        for pattern in a.mcp or ():
+            if not any(c in pattern for c in "*?[") and pattern not in cfg.mcp_servers:
+                known = ", ".join(cfg.mcp_servers) or "none are configured"
+                raise ConfigError(
+                    f"{source}: agents[{i}].mcp: {pattern!r} is not an MCP server here "
+                    f"(servers: {known}; a pattern on tool names needs a *)"
+                )
     lead = cfg.team.lead
     if lead is not None and lead not in seen:
         known = ", ".join(cfg.names())
@@ -235,7 +264,41 @@ def load_config(path: Path) -> TeamConfig:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: TOML syntax error: {e}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), read_mcp_json(path.parent / MCP_JSON))
+
+
+def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
+    """The servers of Claude Code's `.mcp.json` (`{"mcpServers": {NAME: {...}}}`), or none
+    when there is no such file. Raises `ConfigError` with one line for a bad one."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ConfigError(f"{path}: not valid JSON: {e}") from None
+    servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f'{path}: expected {{"mcpServers": {{NAME: {{...}}}}}}')
+    out: dict[str, McpServerConfig] = {}
+    for name, entry in servers.items():
+        where = f"{path}: mcpServers.{name}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected an object")
+        for key in TEAM_TOML_ONLY:
+            if key in entry:
+                raise ConfigError(f"{where}.{key}: only team.toml may set this")
+        try:
+            check_server_name(name)
+            out[name] = McpServerConfig.model_validate(entry)
+        except ValueError as e:  # pydantic's ValidationError is one too
+            if isinstance(e, ValidationError):
+                err = e.errors()[0]
+                at = f".{_loc(err['loc'])}" if err["loc"] else ""
+                raise ConfigError(f"{where}{at}: {_describe(err)}") from None
+            raise ConfigError(f"{where}: {e}") from None
+    return out
 
 
 def render_config(

@@ -7,6 +7,7 @@ from typing import Any
 
 from team.core.conversation import TaskNote
 from team.core.errors import UserError
+from team.core.images import ImageBlock
 from team.llm.base import ToolSpec
 
 
@@ -14,11 +15,12 @@ from team.llm.base import ToolSpec
 class ToolResult:
     """What goes back to the model as a `tool_result`: its text, and what it did to the
     board as data (`tasks`), which the loop, replay and the simulator read instead of
-    the text."""
+    the text. `images` go back after the text (an MCP tool's screenshot)."""
 
     content: str
     is_error: bool = False
     tasks: tuple[TaskNote, ...] = ()
+    images: tuple[ImageBlock, ...] = ()
 
 
 class ToolInputError(UserError):
