@@ -19,6 +19,7 @@ from team.agents.replies import Tools
 from team.agents.seat import Control, Link, Seat
 from team.agents.session.log import SessionLog
 from team.agents.state import Budget
+from team.agents.tools.mcp_tools import McpTools
 from team.agents.tools.toolbox import Toolbox, tool_specs
 from team.agents.words.identity import agent_facts, system_prompt
 from team.backends.base import FilesBackend
@@ -27,6 +28,7 @@ from team.compaction.transcripts import TranscriptStore
 from team.core.events import EventSink
 from team.llm.base import Model, Prefix
 from team.mailbox.base import Inboxes, Waker
+from team.mcp.pool import McpPool
 from team.tasks.model import Board
 from team.teamwork import Courier, Crew, Teamwork
 from team.workspace import worktrees
@@ -53,6 +55,8 @@ class Parts:
     """Why an agent may spend no more (`console.activity.budget_check`); None: no cap."""
     courier: Courier | None = None
     """How coordination notices go out (a Redis node's outbox); None: delivered at once."""
+    mcp: McpPool | None = None
+    """The team's MCP servers (one session each, shared by the agents); None: none."""
 
     def __post_init__(self) -> None:
         if self.inboxes is None:
@@ -82,9 +86,10 @@ def build_agent(
     config = parts.config
     cfg = config.agent(name)
     facts = agent_facts(cfg, config)
-    seat = Seat(
-        cfg, config, Prefix(system_prompt(facts, cfg.prompt), tuple(tool_specs(cfg, config)))
-    )
+    # waits for each server's first start: its tools are part of the fixed prefix
+    mcp = McpTools(parts.mcp, name, cfg.mcp, parts.sink) if parts.mcp is not None else None
+    specs = (*tool_specs(cfg, config), *(mcp.specs if mcp is not None else ()))
+    seat = Seat(cfg, config, Prefix(system_prompt(facts, cfg.prompt), specs))
     root = worktrees.ensure(parts.ws, name) if config.team.isolation == "worktree" else None
     compactor = Compactor(
         compaction or config.compaction_for(name),
@@ -99,7 +104,7 @@ def build_agent(
     assert parts.inboxes is not None
     crew = Crew(parts.ws, config, parts.board, parts.sink, parts.inboxes, parts.courier)
     if toolbox is None:
-        toolbox = Toolbox(crew, name, root=root, stop=parts.stop)
+        toolbox = Toolbox(crew, name, root=root, stop=parts.stop, mcp=mcp)
     session = SessionLog(parts.ws.session_log(name), fsync=parts.fsync)
     teamwork = Teamwork(crew)
     where = str(root or parts.ws.root)

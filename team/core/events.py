@@ -87,17 +87,20 @@ class AgentEvent:
 
 @dataclass(frozen=True, slots=True)
 class AuditEvent:
-    """One command or file write an agent made (`team audit` reads these)."""
+    """One command, file write or MCP call an agent made (`team audit` reads these)."""
 
     agent: str
-    tool: str  # "bash", "write_file" or "edit_file"
-    target: str  # the command line, or the path as the model wrote it
-    outcome: str  # "ok", "failed", "refused", "timeout", "stopped", "output_limit"
+    tool: str  # "bash", "write_file", "edit_file", or an MCP tool (mcp__<server>__<tool>)
+    target: str  # the command line, the path as the model wrote it, or the MCP tool's own
+    # name and its arguments as JSON
+    outcome: str  # "ok", "failed", "refused", "timeout", "stopped", "output_limit"; MCP:
+    # "ok", "error" (the tool said it failed), "timeout", "crashed", "down", "refused", "unknown"
     exit_code: int | None = None  # bash only; None when the command was killed
     duration_s: float = 0.0
-    bytes: int = 0  # output printed (bash) or the file's size after the write
+    bytes: int = 0  # output printed (bash), the file's size after the write, the MCP result
     sandbox: str = "off"  # "bwrap" or "off"
-    detail: str | None = None  # why a write was refused
+    detail: str | None = None  # why a write was refused, or an MCP call failed
+    server: str | None = None  # the MCP server called (None for the agent's own tools)
     ts: float = field(default_factory=time.time)
     table = "audit"
 

@@ -14,6 +14,7 @@ bounded number of calls even when every tool fails.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ from team.llm.sim_reading import (
 from team.workspace.places import TEAM_DIR, TRANSCRIPTS_DIR
 
 RUN_RE = re.compile(r"\brun\s+`([^`\n]{1,200})`", re.I)
+USE_RE = re.compile(r"\buse\s+`([a-zA-Z0-9_-]{1,128})(?:\s+(\{[^`]*\}))?\s*`", re.I)
+"""A request to call a tool by name: use `NAME {"json": "arguments"}`."""
 GREP_HIT_RE = re.compile(r"(?:\./)?([\w.][\w./-]*):\d+:")
 WC_LINE_RE = re.compile(r"\s*(\d+)\s+(?:\./)?(\S.*)")
 MAX_LINE = 4096  # longer output lines name no file worth reading (and are never re-scanned)
@@ -71,13 +74,14 @@ def decide(request: ModelRequest, *, seed: int = 0) -> Reply:
     s = read_situation(request)
     notes = [_acknowledge(m) for m in s.new_mail]
     extra = _requested_actions(s)
+    uses = _requested_tools(s)  # after the step's own calls: a claim comes first
     if request.tool_choice == "none" or not s.tools:
         return Reply(_join([*notes, "No tools are available for this reply, so I stop here."]))
     step = _next_step(s, seed)
-    if step is None:
-        return Reply(_join([*notes, *(t for t, _ in extra), _wrap_up(s)]), [c for _, c in extra])
-    text, calls = step
-    return Reply(_join([*notes, *(t for t, _ in extra), text]), [c for _, c in extra] + calls)
+    text, calls = step if step is not None else (_wrap_up(s), [])
+    said = [*notes, *(t for t, _ in extra), text, *(t for t, _ in uses)]
+    asked = [c for _, c in uses if c is not None]
+    return Reply(_join(said), [c for _, c in extra] + calls + asked)
 
 
 def _next_step(s: Situation, seed: int) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
@@ -268,6 +272,11 @@ def _step_finish(s: Situation, task: int, segment: list[Call], seed: int):
         calls.append(("edit_file", edit))
     found = len(_found_files(s, task, segment))
     result = f"Surveyed the workspace ({found} relevant files); notes in {path}."
+    asked = {name for m in s.mail for name, _ in tool_requests(m.body)}
+    for c in segment:
+        if c.use.name in asked:  # what the tool it was asked to use said
+            said = " ".join((c.result.content if c.result else "(no result)").split())
+            result += f" {c.use.name}: {said[:300]}"
     calls.append(("complete_task", {"task_id": task, "result": result}))
     return f"Wrapping up task #{task}.", calls
 
@@ -313,6 +322,33 @@ def _requested_actions(s: Situation) -> list[tuple[str, tuple[str, dict[str, Any
             for m in RUN_RE.finditer(mail.body):
                 out.append((f"Running `{m[1]}` as asked.", ("bash", {"command": m[1]})))
     return out[:3]
+
+
+def _requested_tools(s: Situation) -> list[tuple[str, tuple[str, dict[str, Any]] | None]]:
+    """Tools the newest messages ask for by name, with JSON arguments (use `NAME {...}`),
+    and a line for each it cannot call."""
+    out: list[tuple[str, tuple[str, dict[str, Any]] | None]] = []
+    for mail in s.new_mail:
+        for name, args in tool_requests(mail.body):
+            if name not in s.tools:
+                out.append((f"I have no tool named {name}.", None))
+            elif args is None:
+                out.append((f"The arguments for {name} are not a JSON object.", None))
+            else:
+                out.append((f"Using {name} as asked.", (name, args)))
+    return out[:3]
+
+
+def tool_requests(text: str) -> list[tuple[str, dict[str, Any] | None]]:
+    """(tool, arguments) of every use `NAME {json}` in `text`; None: not a JSON object."""
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for m in USE_RE.finditer(text):
+        try:
+            args = json.loads(m[2]) if m[2] else {}
+        except ValueError:
+            args = None
+        out.append((m[1], args if isinstance(args, dict) else None))
+    return out
 
 
 # --- helpers ------------------------------------------------------------------------------

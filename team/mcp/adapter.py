@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from team.core.images import ImageBlock
-from team.llm.base import ToolSpec
 from team.mcp.schema import TOOL_NAME, schema_problem, tool_name
 
 MAX_DESCRIPTION = 4000
@@ -24,11 +23,14 @@ MAX_DESCRIPTION = 4000
 
 @dataclass(frozen=True, slots=True)
 class McpTool:
-    """One tool of one server: its own name there, and its spec as the model sees it."""
+    """One tool of one server: its own name there, and what the model is shown of it
+    (`mcp__<server>__<tool>`, the description, the input schema)."""
 
     server: str
     name: str
-    spec: ToolSpec
+    model_name: str
+    description: str
+    input_schema: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ def offered(server: str, tools: list[Any]) -> tuple[list[McpTool], dict[str, str
         description = (t.description or t.title or f"{t.name} (MCP server {server})").strip()
         if len(description) > MAX_DESCRIPTION:
             description = description[: MAX_DESCRIPTION - 1] + "…"
-        out.append(McpTool(server, t.name, ToolSpec(name, description, dict(t.input_schema))))
+        out.append(McpTool(server, t.name, name, description, dict(t.input_schema)))
     return out, refused
 
 
@@ -83,7 +85,7 @@ def allowed(patterns: list[str] | None, tools: list[McpTool]) -> list[McpTool]:
 def _matches(pattern: str, tool: McpTool) -> bool:
     if not any(c in pattern for c in "*?["):
         return pattern == tool.server
-    return fnmatch.fnmatchcase(tool.spec.name, pattern)
+    return fnmatch.fnmatchcase(tool.model_name, pattern)
 
 
 def reply_of(result: Any) -> Reply:

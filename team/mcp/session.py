@@ -22,8 +22,8 @@ import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
-from typing import IO, Any
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from typing import IO, Any, NamedTuple
 
 import anyio
 
@@ -33,9 +33,19 @@ from team.mcp.config import McpServerConfig
 
 log = logging.getLogger(__name__)
 
-Launch = Callable[[str, McpServerConfig], AbstractContextManager[tuple[str, list[str]]]]
-"""How a stdio server is started: (name, config) -> a context giving (command, args), such
-as the same command under the sandbox; left when the session ends."""
+
+class Plan(NamedTuple):
+    """How one stdio server process is started."""
+
+    command: str
+    args: list[str]
+    cwd: str | None
+    sandbox: str  # "bwrap" or "off", for `team status` and the audit trail
+
+
+Launch = Callable[[str, McpServerConfig], AbstractContextManager[Plan]]
+"""How a stdio server is started: (name, config with `${VAR}`s resolved) -> a context
+giving its `Plan` (the same command under the sandbox, say); left when the session ends."""
 
 INITIAL_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
@@ -53,12 +63,9 @@ class McpCallError(Exception):
         self.kind = kind
 
 
-def plain_launch(name: str, cfg: McpServerConfig) -> AbstractContextManager[tuple[str, list[str]]]:
+def plain_launch(name: str, cfg: McpServerConfig) -> AbstractContextManager[Plan]:
     """The server's own command line, unconfined."""
-    from contextlib import nullcontext
-
-    assert cfg.command is not None
-    return nullcontext((cfg.command, list(cfg.args)))
+    return nullcontext(Plan(cfg.command or "", list(cfg.args), cfg.cwd, "off"))
 
 
 class ServerSession:
@@ -84,6 +91,7 @@ class ServerSession:
         self.tools: list[McpTool] = []
         self.refused: dict[str, str] = {}
         self.up_since: float | None = None
+        self.sandbox = "off"  # how its process is confined (stdio): "bwrap" or "off"
         self.first_round = threading.Event()  # its first connect has succeeded or failed
         self._client: Any = None
         self._err: tuple[IO[Any], int] | None = None  # the stderr log, where this session began
@@ -175,8 +183,11 @@ class ServerSession:
         if cfg.transport == "stdio":
             from mcp.client.stdio import stdio_client
 
-            command, args = stack.enter_context(self.launch(self.name, cfg))
-            params = StdioServerParameters(command=command, args=args, env=cfg.env, cwd=cfg.cwd)
+            plan = stack.enter_context(self.launch(self.name, cfg))
+            self.sandbox = plan.sandbox
+            params = StdioServerParameters(
+                command=plan.command, args=plan.args, env=cfg.env, cwd=plan.cwd
+            )
             err = stack.enter_context(self.errlog()) if self.errlog is not None else None
             self._err = (err, err.tell()) if err is not None else None
             raw = stdio_client(params, errlog=err) if err is not None else stdio_client(params)
@@ -296,6 +307,7 @@ class ServerSession:
         return {
             "state": self.state,
             "transport": self.cfg.transport,
+            "sandbox": self.sandbox if self.cfg.transport == "stdio" else None,
             "tools": len(self.tools) if up else 0,
             "refused": dict(self.refused),
             "restarts": self.restarts,

@@ -84,6 +84,11 @@ class Workspace:
         return self.team_dir / "outbox"
 
     @property
+    def mcp_logs(self) -> Path:
+        """What each stdio MCP server writes to its stderr: `<server>.log` (team.mcp.pool)."""
+        return self.team_dir / "mcp"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.team_dir / "tasks"
 

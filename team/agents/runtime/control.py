@@ -59,6 +59,12 @@ def team_status(ws: Workspace, config: TeamConfig) -> dict:
         st["budget_usd"] = config.agent(name).budget_usd  # as team.toml says now
         agents[name] = st
     out = {"team": config.team.name, "running": running, "agents": agents}
+    if config.mcp_servers:  # as the running team last said, or down
+        seen = snapshot.get("mcp", {}) if running else {}
+        out["mcp"] = {
+            name: seen.get(name) or {"state": "disabled" if s.disabled else "down"}
+            for name, s in config.mcp_servers.items()
+        }
     if "team_spend" in snapshot:
         out["team_spend"] = {**snapshot["team_spend"], "budget_usd": config.team.budget_usd}
     return out

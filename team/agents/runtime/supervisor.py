@@ -24,6 +24,7 @@ from team.agents.loop import Agent
 from team.agents.runtime.lock import TeamLock
 from team.agents.runtime.malloc import keep_large_blocks_mapped
 from team.agents.runtime.reload import ConfigWatch
+from team.agents.runtime.servers import open_pool
 from team.backends.post import shutdown_request
 from team.compaction.compactor import AutoGate
 from team.core.errors import os_error_line
@@ -92,6 +93,9 @@ class Runtime:
             stop=stop or threading.Event(),
             budget=budget_check(activity, config) if activity is not None else None,
             courier=courier,
+            # one session per server for the whole team, started with it (not before:
+            # a runtime refused by the lock must not have started any)
+            mcp=open_pool(ws, config, sink),
         )
         self.sink = sink
         self.board = self.parts.board
@@ -119,6 +123,8 @@ class Runtime:
     def start(self) -> None:
         self.lock.acquire()
         keep_large_blocks_mapped()  # a run of hours must not grow malloc's heaps
+        if self.parts.mcp is not None:
+            self.parts.mcp.start()  # in the background: each agent waits as it is built
         for name in self.names:
             self._start_thread(name)
         self.write_status()  # at once: `team status` must not read the last run's snapshot
@@ -303,6 +309,8 @@ class Runtime:
         self.stop.set()
         for t in self.threads.values():
             t.join(timeout=10)
+        if self.parts.mcp is not None:
+            self.parts.mcp.close()
         if self.alive():
             # keep the lock: a second `team up` must not write to logs we still write;
             # the kernel releases it when this process exits
@@ -326,6 +334,8 @@ class Runtime:
                 st["budget_usd"] = self.config.agent(name).budget_usd
             agents[name] = st
         out = {"pid": os.getpid(), "updated": time.time(), "agents": agents}
+        if self.parts.mcp is not None:
+            out["mcp"] = self.parts.mcp.status()
         if self.activity is not None:
             out["team_spend"] = {
                 "spent_usd": self.activity.team_spent(),

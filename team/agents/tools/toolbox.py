@@ -21,6 +21,7 @@ from team.agents.tools.input import ToolInputError, ToolResult, spec, text
 from team.agents.tools.input import need_str as _need_str
 from team.agents.tools.input import opt_int as _opt_int
 from team.agents.tools.input import opt_str as _opt_str
+from team.agents.tools.mcp_tools import McpTools
 from team.agents.tools.shell import run_command
 from team.agents.tools.task_tools import TaskTools, task_specs
 from team.backends import post
@@ -143,6 +144,7 @@ class Toolbox:
         stop: threading.Event | None = None,
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
+        mcp: McpTools | None = None,
     ) -> None:
         """Args:
         crew: the team it works in (workspace, team.toml, board, events, inboxes).
@@ -150,6 +152,7 @@ class Toolbox:
             workspace, or the agent's own git worktree. Defaults to the workspace root.
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
         stop: when set, kills a running `bash` command (team shutdown).
+        mcp: the MCP tools this agent may call (team.agents.tools.mcp_tools).
         """
         ws, config = crew.ws, crew.config
         self.ws = ws
@@ -160,6 +163,7 @@ class Toolbox:
         self.output_cap = output_cap
         self.stop = stop
         self.inboxes = crew.inboxes
+        self.mcp = mcp
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
             protected = Workspace(Path(root)).protected if own else None
@@ -184,8 +188,11 @@ class Toolbox:
         if name in LOOP_TOOLS:
             return ToolResult(f"{name} is handled by the agent loop, not the toolbox", True)
         handler = self._handlers.get(name)
+        if handler is None and self.mcp is not None and self.mcp.handles(name):
+            handler = self.mcp.handler(name)  # an MCP tool: through here like every tool
         if handler is None:
-            known = ", ".join(s.name for s in tool_specs(self._agent_config(), self.config))
+            specs = [*tool_specs(self._agent_config(), self.config), *self._mcp_specs()]
+            known = ", ".join(s.name for s in specs)
             return ToolResult(f"unknown tool {name!r} (tools: {known})", True)
         if not isinstance(input, dict):
             return ToolResult(f"{name}: input must be a JSON object", True)
@@ -318,6 +325,9 @@ class Toolbox:
         why = self.tasks.plan_gate()
         if why is not None:
             raise ToolInputError(why)
+
+    def _mcp_specs(self) -> list[ToolSpec]:
+        return self.mcp.specs if self.mcp is not None else []
 
     def _agent_config(self) -> AgentConfig | None:
         try:

@@ -1,0 +1,71 @@
+"""The team's MCP servers, as a running team (or `team check`) starts them.
+
+`open_pool` makes the pool only when team.toml (or `.mcp.json`) names a server, so a
+team without servers never imports the SDK. `launch` is the one place a stdio server
+meets the sandbox: under `sandbox = "bwrap"` (or "auto" where bubblewrap works) it runs
+as a command of the team's sandbox would, its workspace writable but `.team/` and
+`.transcripts/`, a private /tmp, the secrets hidden, no network unless `network = true`,
+and the same [limits] as one command; only `sandbox = "off"` in its own team.toml table
+lets it out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from team.mcp.config import McpServerConfig
+from team.mcp.session import Plan
+from team.sandbox import bwrap
+from team.sandbox import limits as sandbox_limits
+from team.workspace.config import TeamConfig
+from team.workspace.places import Workspace
+
+if TYPE_CHECKING:
+    from team.core.events import EventSink
+    from team.mcp.pool import McpPool
+
+
+def open_pool(ws: Workspace, config: TeamConfig, sink: EventSink | None = None) -> McpPool | None:
+    """The team's servers in a pool (not started yet), or None when it has none."""
+    servers = {n: s for n, s in config.mcp_servers.items() if not s.disabled}
+    if not servers:
+        return None
+    from team.mcp.pool import McpPool  # the pool itself imports the SDK only once started
+
+    def start(name: str, server: McpServerConfig) -> contextlib.AbstractContextManager[Plan]:
+        return launch(ws, config, server)
+
+    return McpPool(servers, launch=start, environ=dict(os.environ), logs=ws.mcp_logs, sink=sink)
+
+
+@contextlib.contextmanager
+def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterator[Plan]:
+    """How stdio `server` is started: in the team's sandbox unless it says `sandbox = "off"`
+    (a relative `cwd` is taken from the workspace, which is also the default).
+
+    Raises:
+        SandboxError: it must run under bubblewrap ("bwrap"), which cannot work here.
+    """
+    cwd = str(ws.root / server.cwd) if server.cwd else str(ws.root)
+    argv = [server.command or "", *server.args]
+    setting = server.sandbox or config.team.sandbox
+    avail = bwrap.detect() if setting != "off" else None
+    if avail is None or (setting == "auto" and not avail.usable):
+        yield Plan(argv[0], argv[1:], cwd, "off")
+        return
+    if not avail.usable:
+        raise bwrap.SandboxError(f'sandbox = "bwrap" but {avail.problem}')
+    root = ws.root
+    box = bwrap.Sandbox(
+        bwrap.Scope(root, ws.protected, bwrap.deny_paths(config, root)),
+        bwrap=avail.bwrap,
+        network=config.team.network if server.network is None else server.network,
+        limits=config.limits,
+        cgroup_base=sandbox_limits.pids_cgroup_base() if os.geteuid() == 0 else None,
+    )
+    with box.argv(f"cd {shlex.quote(cwd)} && exec {shlex.join(argv)}") as full:
+        yield Plan(full[0], full[1:], cwd, "bwrap")
