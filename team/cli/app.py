@@ -14,6 +14,7 @@ from team.cli import (  # noqa: F401  (imported for their @app.command registrat
     import_cmd,
     init_cmd,
     log_cmd,
+    mcp_cmd,
     messages,
     run,
     study,

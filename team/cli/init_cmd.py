@@ -45,7 +45,8 @@ def init(
 
 @app.command()
 def check(dir: DirOption = ".") -> None:
-    """Check team.toml and print the team it defines, and how its commands are confined."""
+    """Check team.toml and print the team it defines, how its commands are confined, and
+    each MCP server's tools (or why it does not start)."""
     from team.sandbox import bwrap as sandbox
 
     ws = workspace(dir)
@@ -56,3 +57,8 @@ def check(dir: DirOption = ".") -> None:
         typer.echo(f"  {a.name} ({a.role})")
     for line in sandbox.summary(ws, cfg, sandbox.detect()):
         typer.echo(line)
+    if cfg.mcp_servers:  # starts each server once, to list its tools
+        from team.agents.runtime.servers import check_lines
+
+        for line in check_lines(ws, cfg):
+            typer.echo(line)

@@ -79,3 +79,8 @@ def status(json_out: JsonOption = False, dir: DirOption = ".") -> None:
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     console = Console()
     (console if console.is_terminal else Console(width=160)).print(status_table(out, title))
+    if out.get("mcp"):
+        from team.agents.runtime.servers import status_lines
+
+        for line in status_lines(out["mcp"]):
+            print(line)

@@ -89,6 +89,11 @@ class Workspace:
         return self.team_dir / "mcp"
 
     @property
+    def mcp_token(self) -> Path:
+        """The bearer token `team mcp --http` asks its clients for."""
+        return self.team_dir / "mcp.token"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.team_dir / "tasks"
 

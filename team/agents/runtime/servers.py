@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from team.mcp.adapter import allowed
 from team.mcp.config import McpServerConfig
 from team.mcp.session import Plan
 from team.sandbox import bwrap
@@ -69,3 +70,55 @@ def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterat
     )
     with box.argv(f"cd {shlex.quote(cwd)} && exec {shlex.join(argv)}") as full:
         yield Plan(full[0], full[1:], cwd, "bwrap")
+
+
+def status_lines(servers: dict[str, dict]) -> list[str]:
+    """One line per server for `team status`: its state, its tools, why it is down."""
+    out = []
+    for name, st in servers.items():
+        state = st.get("state", "down")
+        line = f"MCP server {name}: {state}"
+        if state in ("up", "checking"):
+            box = f", sandbox {st['sandbox']}" if st.get("sandbox") else ""
+            line += f" ({st.get('tools', 0)} tools{box})"
+        if st.get("restarts"):
+            line += f", restarted {st['restarts']}x"
+        if st.get("last_error") and state not in ("up", "checking"):
+            line += f": {st['last_error']}"
+        elif st.get("last_error"):
+            line += f" (last error: {st['last_error']})"
+        out.append(line)
+    return out
+
+
+def check_lines(ws: Workspace, config: TeamConfig) -> list[str]:
+    """What `team check` says of the servers: each one's tools, one line for each that
+    does not start, and one for each tool the API would refuse (it is not offered)."""
+    pool = open_pool(ws, config)
+    disabled = [n for n, s in config.mcp_servers.items() if s.disabled]
+    lines = [f"MCP server {n}: disabled" for n in disabled]
+    if pool is None:
+        return lines
+    with pool:
+        pool.wait_started()
+        status = pool.status()
+        for name, session in pool.sessions.items():
+            st = status[name]
+            if st["state"] not in ("up", "checking"):
+                lines.append(f"MCP server {name}: does not start: {st['last_error']}")
+                continue
+            names = ", ".join(t.name for t in session.tools) or "none"
+            box = f", sandbox {st['sandbox']}" if st.get("sandbox") else ""
+            lines.append(
+                f"MCP server {name} ({st['transport']}{box}): {len(session.tools)} tools: {names}"
+            )
+            for tool, why in st["refused"].items():
+                lines.append(f"  tool {tool!r} is not offered: {why}")
+        tools = pool.tools(wait=False)
+    for a in config.agents:
+        if a.mcp is not None:
+            mine = [t.model_name for t in allowed(a.mcp, tools)]
+            lines.append(
+                f"  {a.name} sees {len(mine)} of them" + (f": {', '.join(mine)}" if mine else "")
+            )
+    return lines
