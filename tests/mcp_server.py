@@ -64,8 +64,11 @@ def build() -> MCPServer:
         raise ToolError(message)
 
     @server.tool()
-    async def sleep(seconds: float) -> str:
-        """Sleep, then say so (the server keeps answering meanwhile)."""
+    async def sleep(seconds: float, mark: str = "") -> str:
+        """Sleep, then say so (the server keeps answering meanwhile). `mark`: a file to
+        write this server's pid to as it starts sleeping."""
+        if mark:
+            Path(mark).write_text(str(os.getpid()))
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
 
