@@ -87,7 +87,9 @@ def test_a_call_past_its_timeout_fails_in_one_line_and_the_server_goes_on(pool):
 def test_calls_from_many_threads_share_the_one_session(pool):
     out: list[str] = []
     threads = [
-        threading.Thread(target=lambda i=i: out.append(pool.call("t", "sleep", {"seconds": 1}).text))
+        threading.Thread(
+            target=lambda i=i: out.append(pool.call("t", "sleep", {"seconds": 1}).text)
+        )
         for i in range(4)
     ]
     start = time.monotonic()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from team.core.images import ImageBlock
+from team.mcp.config import is_tool_pattern
 from team.mcp.schema import TOOL_NAME, schema_problem, tool_name
 
 MAX_DESCRIPTION = 4000
@@ -75,15 +76,15 @@ def offered(server: str, tools: list[Any]) -> tuple[list[McpTool], dict[str, str
 
 def allowed(patterns: list[str] | None, tools: list[McpTool]) -> list[McpTool]:
     """The tools an agent's `mcp` list lets it see: all of them when it has no list; a
-    server's name takes its every tool, a pattern (with `*`, `?` or `[`) the tools whose
-    model-facing name it matches."""
+    server's name takes its every tool, a tool's name (`mcp__git__git_status`) or a glob
+    pattern (`mcp__git__*`) the tools whose model-facing name it matches."""
     if patterns is None:
         return list(tools)
     return [t for t in tools if any(_matches(p, t) for p in patterns)]
 
 
 def _matches(pattern: str, tool: McpTool) -> bool:
-    if not any(c in pattern for c in "*?["):
+    if not is_tool_pattern(pattern):
         return pattern == tool.server
     return fnmatch.fnmatchcase(tool.model_name, pattern)
 

@@ -116,6 +116,11 @@ def expand(text: str, environ: Mapping[str, str]) -> str:
     return _VAR.sub(one, text)
 
 
+def is_tool_pattern(entry: str) -> bool:
+    """An agent's `mcp` entry names tools (`mcp__git__git_*`, `*`), not a server (`git`)."""
+    return entry.startswith("mcp__") or any(c in entry for c in "*?[")
+
+
 def check_server_name(name: str) -> str:
     if not SERVER_NAME.match(name):
         raise ValueError(

@@ -157,7 +157,8 @@ class ServerSession:
         except Exception as e:  # any failure to start or to run is a state, not a crash
             self.last_error = describe(e)
         if not up and (said := self._last_words()):
-            self.last_error = f"{self.last_error}: {said}"
+            closed = self.last_error in ("Connection closed", "the server exited")
+            self.last_error = f"it exited: {said}" if closed else f"{self.last_error}: {said}"
         return up
 
     def _last_words(self) -> str | None:
@@ -208,7 +209,7 @@ class ServerSession:
         offer, refused = offered(self.name, tools)
         for tool, why in refused.items():
             if self.refused.get(tool) != why:  # said once, not at every restart
-                log.warning("MCP server %r: tool %r is not offered: %s", self.name, tool, why)
+                self._tell("warning", f"{self.name!r}: tool {tool!r} is not offered: {why}")
         self.tools, self.refused = offer, refused
 
     def mark_dead(self, gen: int, why: str) -> None:
@@ -225,9 +226,10 @@ class ServerSession:
         self._wake.set()
 
     def _tell(self, kind: str, detail: str) -> None:
+        """An event for the run's feed and events.db (a warning in the log without one)."""
         if self.sink is not None:
             self.sink.emit(AgentEvent("team", kind, f"MCP server {detail}"))
-        elif kind == "mcp_down":
+        elif kind != "mcp_up":
             log.warning("MCP server %s", detail)
 
     # -- calls ---------------------------------------------------------------------------

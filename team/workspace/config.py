@@ -12,7 +12,13 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from team.core.errors import UserError
-from team.mcp.config import MCP_JSON, TEAM_TOML_ONLY, McpServerConfig, check_server_name
+from team.mcp.config import (
+    MCP_JSON,
+    TEAM_TOML_ONLY,
+    McpServerConfig,
+    check_server_name,
+    is_tool_pattern,
+)
 from team.workspace.backend_spec import check_url
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -87,8 +93,8 @@ class AgentConfig(BaseModel):
     plan_approval: bool = False
     """Submit a plan (`submit_plan`) for each task and wait for it to be approved."""
     mcp: list[str] | None = None
-    """The MCP tools this agent sees: server names ("git") or glob patterns on the tools'
-    names ("mcp__git__git_*"). Default: every server's tools; [] for none."""
+    """The MCP tools this agent sees: server names ("git"), tool names or glob patterns on
+    them ("mcp__git__git_status", "mcp__git__*"). Default: every server's tools; [] none."""
 
     @field_validator("name")
     @classmethod
@@ -237,11 +243,11 @@ def parse_config(
             where = f"agents[{i}].compaction.{_loc(err['loc'])}"
             raise ConfigError(f"{source}: {where}: {_describe(err)}") from None
         for pattern in a.mcp or ():
-            if not any(c in pattern for c in "*?[") and pattern not in cfg.mcp_servers:
+            if not is_tool_pattern(pattern) and pattern not in cfg.mcp_servers:
                 known = ", ".join(cfg.mcp_servers) or "none are configured"
                 raise ConfigError(
                     f"{source}: agents[{i}].mcp: {pattern!r} is not an MCP server here "
-                    f"(servers: {known}; a pattern on tool names needs a *)"
+                    f"(servers: {known}; tools are named mcp__<server>__<tool>)"
                 )
     lead = cfg.team.lead
     if lead is not None and lead not in seen:

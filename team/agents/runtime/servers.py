@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from team.core.errors import UserError
+from team.core.events import MemorySink
 from team.mcp.adapter import allowed
 from team.mcp.config import McpServerConfig
 from team.mcp.session import Plan
@@ -52,7 +55,13 @@ def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterat
         SandboxError: it must run under bubblewrap ("bwrap"), which cannot work here.
     """
     cwd = str(ws.root / server.cwd) if server.cwd else str(ws.root)
-    argv = [server.command or "", *server.args]
+    command = server.command or ""
+    # found here, as the server's own PATH says: inside the sandbox a missing program
+    # would only be a shell's "not found" on a closed connection
+    exe = shutil.which(command, path=server.env.get("PATH", os.environ.get("PATH")))
+    if exe is None:
+        raise UserError(f"{command}: command not found")
+    argv = [exe, *server.args]
     setting = server.sandbox or config.team.sandbox
     avail = bwrap.detect() if setting != "off" else None
     if avail is None or (setting == "auto" and not avail.usable):
@@ -94,7 +103,7 @@ def status_lines(servers: dict[str, dict]) -> list[str]:
 def check_lines(ws: Workspace, config: TeamConfig) -> list[str]:
     """What `team check` says of the servers: each one's tools, one line for each that
     does not start, and one for each tool the API would refuse (it is not offered)."""
-    pool = open_pool(ws, config)
+    pool = open_pool(ws, config, sink=MemorySink())  # what goes wrong is printed below
     disabled = [n for n, s in config.mcp_servers.items() if s.disabled]
     lines = [f"MCP server {n}: disabled" for n in disabled]
     if pool is None:
