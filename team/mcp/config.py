@@ -8,6 +8,7 @@ workspace reads both files (team.workspace.config); this module only knows one s
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Literal
@@ -35,7 +36,7 @@ class McpServerConfig(BaseModel):
     type: Literal["stdio", "http", "streamable-http", "sse"] | None = None
     """The transport; by default stdio with a `command`, streamable HTTP with a `url`."""
     command: str | None = None
-    """The program of a stdio server (found on PATH)."""
+    """The program of a stdio server (found on PATH; a leading ~ is the home folder)."""
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     """Added to the few variables a stdio server gets (HOME, PATH, ...): API keys go here.
@@ -89,7 +90,7 @@ class McpServerConfig(BaseModel):
 
         return self.model_copy(
             update={
-                "command": one(self.command) if self.command else None,
+                "command": os.path.expanduser(one(self.command)) if self.command else None,
                 "args": [one(a) for a in self.args],
                 "env": {k: one(v) for k, v in self.env.items()},
                 "cwd": one(self.cwd) if self.cwd else None,
