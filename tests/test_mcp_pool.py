@@ -86,20 +86,18 @@ def test_a_call_past_its_timeout_fails_in_one_line_and_the_server_goes_on(pool):
 
 def test_calls_from_many_threads_share_the_one_session(pool):
     out: list[str] = []
-    threads = [
-        threading.Thread(
-            target=lambda i=i: out.append(pool.call("t", "sleep", {"seconds": 1}).text)
-        )
-        for i in range(4)
-    ]
+
+    def sleep() -> None:
+        out.append(pool.call("t", "sleep", {"seconds": 3}).text)
+
+    threads = [threading.Thread(target=sleep) for _ in range(4)]
     start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert out == ["slept 1.0"] * 4
-    assert time.monotonic() - start < 3.5  # they overlapped: four one-second sleeps
-    assert pool.status()["t"]["restarts"] == 0 or pool.status()["t"]["state"] == "up"
+    assert out == ["slept 3.0"] * 4
+    assert time.monotonic() - start < 9  # they overlapped: one after another is 12 s
 
 
 def test_kill_9_mid_call_fails_that_call_and_the_next_one_works(tmp_path):
@@ -152,7 +150,7 @@ def test_a_server_that_cannot_start_is_down_with_its_reason(tmp_path):
         start = time.monotonic()
         with pytest.raises(McpCallError) as e:
             pool.call("gone", "anything", {})
-        assert time.monotonic() - start < 2  # down: no waiting out the timeout
+        assert time.monotonic() - start < 30  # down: no waiting out the 120 s timeout
         assert str(e.value) == (
             "MCP server 'gone' is down (no-such-program-here: command not found)"
         )
