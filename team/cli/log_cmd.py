@@ -85,6 +85,10 @@ def log_cmd(agent: str, follow: bool, lines: int | None, full: bool, dir: Path) 
     except BrokenPipeError:
         # `team log alice | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+        # Ctrl-C while the last screen is still printing ends a follow as it always does
 
 
 def _follow(path, agent, compaction, full, view, offset) -> None:
