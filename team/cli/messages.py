@@ -117,14 +117,13 @@ def clip(text: str, limit: int | None) -> str:
 
 
 def _head(msg: MailMessage, status: Status) -> str:
-    """`[pending] 2026-12-01 10:00:00 from alice (task #1) ID`, wrapped at the terminal's
-    width between words, so the id stays whole."""
-    from team.agents.console.columns import wrap
-
+    """`[pending] 2026-12-01 10:00:00 from alice (task #1) ID`; on a terminal too narrow
+    for the id as well, the id on a line of its own, whole."""
     when = datetime.fromtimestamp(msg.timestamp).strftime("%Y-%m-%d %H:%M:%S")
-    return "\n".join(
-        wrap(f"[{status}] {when} from {msg.sender} ({_label(msg)}) {msg.id}", terminal_width())
-    )
+    head = f"[{status}] {when} from {msg.sender} ({_label(msg)})"
+    if len(head) + 1 + len(msg.id) <= terminal_width():
+        return f"{head} {msg.id}"
+    return f"{head}\n  (id {msg.id})"
 
 
 def _line(msg: MailMessage, status: Status, limit: int | None = SHOWN_CHARS) -> str:
