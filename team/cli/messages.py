@@ -133,7 +133,9 @@ def _line(msg: MailMessage, status: Status, limit: int | None = SHOWN_CHARS) -> 
 def _show(
     msg: MailMessage, status: Status, changed: bool, as_json: bool, limit: int | None
 ) -> None:
-    if as_json:
+    if as_json and changed:  # one object a message; a change is its id and new status
+        click.echo(json.dumps({"id": msg.id, "status": status, "changed": True}))
+    elif as_json:
         click.echo(json.dumps(_record(msg, status)))
     elif changed:  # shown before: the new state only, not the text again
         when = datetime.now().strftime("%H:%M:%S")
@@ -160,7 +162,8 @@ def inbox(
     Oldest first.
 
     With --follow, print each new message as it lands, and a line when the agent has
-    processed it (with --json, one object a line, again at each change).
+    processed it (with --json, one object a line; a change is
+    `{"id": ..., "status": "done", "changed": true}`).
     """
     as_json = json_out
     from team.backends.base import open_backend
