@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 task_id_argument = click.argument("task_id", metavar="N", type=click.IntRange(min=1))
 
 
-def parse_ids(text: str | None) -> list[int]:
+def parse_ids(text: str | None, option: str = "--blocked-by") -> list[int]:
     """`1,2` or `#1, #2` -> [1, 2]; anything else is one clear line."""
     if text is None or not text.strip():
         return []
@@ -43,7 +43,7 @@ def parse_ids(text: str | None) -> list[int]:
     for part in text.split(","):
         word = part.strip().lstrip("#")
         if not word.isdigit() or int(word) < 1:
-            raise UserError(f"--blocked-by: {part.strip()!r} is not a task id (want e.g. 1,2)")
+            raise UserError(f"{option}: {part.strip()!r} is not a task id (want e.g. 1,2)")
         ids.append(int(word))
     return ids
 
@@ -218,7 +218,7 @@ def reopen(task_id: int, dir: Path) -> None:
 @dir_option
 def block(task_id: int, by: str, dir: Path) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
-    ids = parse_ids(by)
+    ids = parse_ids(by, "--by")
     with open_teamwork(dir) as tw:
         task = tw.set_blocked_by(task_id, ids)
     click.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
