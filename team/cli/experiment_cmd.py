@@ -129,6 +129,9 @@ def experiment(
         else:
             model = None
             if summary_model:
+                from team.llm import credentials
+
+                credentials.require(summary_model)  # before the SDK's seconds of import
                 from team.llm.anthropic_model import AnthropicModel
 
                 model = AnthropicModel(summary_model)
