@@ -168,6 +168,8 @@ def test_the_help_lists_every_command_in_its_group() -> None:
     ]
     assert all(len(ln) <= 80 for ln in r.stdout.splitlines())
     assert "<bool>" not in r.stdout and "--no-" not in r.stdout
+    # every command says its group (team/cli/base.py `command`): none is left unsorted
+    assert "\nCommands:" not in r.stdout
     version = subprocess.run(
         [sys.executable, "-m", "team", "--version"], capture_output=True, text=True, timeout=60
     )
