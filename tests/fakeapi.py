@@ -125,6 +125,7 @@ class FakeMessagesAPI:
         context_window: when set, a valid request estimated above this many tokens is
             answered 400 "prompt is too long", as the real API does past the window.
         clock: the prompt cache's clock (monotonic seconds), so tests can expire it.
+        models: the model ids `GET /v1/models` lists (dated, as the real API lists them).
     """
 
     def __init__(
@@ -140,7 +141,9 @@ class FakeMessagesAPI:
         port: int = 0,
         context_window: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        models: tuple[str, ...] = ("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"),
     ) -> None:
+        self.models = models
         self.responder = responder or text_responder()
         self.failure_rate = failure_rate
         self.failure_statuses = failure_statuses
@@ -224,6 +227,21 @@ class FakeMessagesAPI:
                 with self._record.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(asdict(call)) + "\n")
         return status, extra, out
+
+    def list_models(self, path: str, headers: dict[str, str]) -> tuple[int, dict, dict]:
+        """`GET /v1/models`: one page of every model, in the API's shape; 401 without a key."""
+        if path_of(path) != "/v1/models":
+            return _error(404, f"Not found: {path}")
+        if not headers.get("x-api-key") and not headers.get("authorization"):
+            return _error(401, "x-api-key header is required")
+        data = [
+            {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
+            for m in self.models
+        ]
+        page = {"data": data, "has_more": False, "first_id": None, "last_id": None}
+        if data:
+            page.update(first_id=data[0]["id"], last_id=data[-1]["id"])
+        return 200, {}, page
 
     def _answer(self, call: Call, headers: dict[str, str], raw: bytes) -> tuple[int, dict, dict]:
         if path_of(call.path) != "/v1/messages":
@@ -334,7 +352,8 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self._send(status, extra, out)
 
         def do_GET(self) -> None:
-            self._send(*_error(404, f"Not found: {self.path}"))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._send(*api.list_models(self.path, headers))
 
         def _send(self, status: int, extra: dict, out: dict) -> None:
             data = json.dumps(out).encode()

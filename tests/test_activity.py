@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
 from team.agents.console.activity import Activity, spent_so_far
-from team.agents.console.printer import status_table
+from team.agents.console.printer import status_lines
 from team.core.events import (
     AgentEvent,
     CompactionEvent,
@@ -63,8 +62,6 @@ def test_spend_so_far_reads_the_event_log(tmp_path: Path) -> None:
 
 
 def test_status_table_shows_doing_compactions_spend_and_errors() -> None:
-    from rich.console import Console
-
     status = {
         "agents": {
             "alice": {
@@ -83,9 +80,7 @@ def test_status_table_shows_doing_compactions_spend_and_errors() -> None:
         },
         "team_spend": {"spent_usd": 1.25, "budget_usd": 20.0},
     }
-    buf = io.StringIO()
-    Console(file=buf, width=120).print(status_table(status))
-    out = buf.getvalue()
+    out = "\n".join(status_lines(status, 120))
     assert "bash: make test" in out and "completed: #2" in out
     assert "1/0/7" in out and "$1.25/$5.00" in out
     assert "team spent $1.25/$20.00" in out

@@ -20,6 +20,25 @@ CASES = [
         GOOD_AGENTS + "[agents.compaction]\nkeep_everything = true\n",
         "agents[0].compaction.keep_everything: unknown key",
     ),
+    # a typo'd table is named, with the table it most likely meant (not only the
+    # `agents: required key is missing` it causes)
+    (
+        '[[agent]]\nname = "alice"\nrole = "coder"\n',
+        "unknown table [[agent]] (did you mean [[agents]]?)",
+    ),
+    (
+        "[compactoin]\nthreshold = 5\n" + GOOD_AGENTS,
+        "unknown table [compactoin] (did you mean [compaction]?)",
+    ),
+    (
+        "[hooks]\n[[agents]]\nname = 'a'\nrole = 'c'\n[sandbox]\nmode = 1\n",
+        "unknown table [sandbox]",
+    ),
+    ('[team]\nmodle = "sim"\n' + GOOD_AGENTS, "team.modle: unknown key (did you mean model?)"),
+    (
+        GOOD_AGENTS + "[agents.compaction]\nthreshhold = 5\n",
+        "agents[0].compaction.threshhold: unknown key (did you mean threshold?)",
+    ),
 ]
 
 

@@ -69,22 +69,59 @@ def test_assign_from_a_file_keeps_the_whole_text_and_a_short_subject(ws: Path) -
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (("send", "alice", "hi", "--file", "spec.txt"), "not both"),
         (("send", "alice", "--file", "missing.txt"), "missing.txt: cannot read"),
-        (("send", "alice"), "missing TEXT"),
         (("send", "alice", "--file", "binary.bin"), "not UTF-8"),
         (("send", "alice", "hi", "--from", "nobody"), "unknown sender 'nobody'"),
     ],
-    ids=["both", "missing-file", "no-text", "binary", "unknown-sender"],
+    ids=["missing-file", "binary", "unknown-sender"],
 )
 def test_bad_input_is_one_line(ws: Path, args: tuple[str, ...], expected: str) -> None:
-    (ws / "spec.txt").write_text("x")
     (ws / "binary.bin").write_bytes(b"\xff\xfe\x00bad")
     done = run_team(*args, "--dir", str(ws), cwd=ws)
     assert done.returncode == 1, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
     assert MaildirMailbox(ws / ".team" / "inbox" / "alice").pending() == []
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("send", "alice", "hi", "--file", "spec.txt"), "not both"),
+        (("send", "alice"), "missing TEXT"),
+        (("assign", "alice"), "missing TEXT"),
+        (("broadcast",), "missing TEXT"),
+        (("assign", "--any", "alice", "do it"), "not both"),
+        (("send",), "Missing argument 'AGENT'"),
+        (
+            ("send", "alice", "hi", "--form", "bob"),
+            "No such option '--form'. Did you mean '--from'?",
+        ),
+        (("task", "show", "x"), "'x' is not a valid integer"),
+    ],
+    ids=[
+        "both",
+        "no-text",
+        "assign-no-text",
+        "broadcast",
+        "any-and-agent",
+        "no-agent",
+        "typo",
+        "not-an-id",
+    ],
+)
+def test_usage_errors_exit_2_with_the_usage_line(
+    ws: Path, args: tuple[str, ...], expected: str
+) -> None:
+    """A command typed wrong (rather than a bad file or name) exits 2, as every usage
+    error does, and says how to get help; nothing is sent or added."""
+    (ws / "spec.txt").write_text("x")
+    done = run_team(*args, "--dir", str(ws), cwd=ws)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"Usage: team {args[0]}"), done.stderr
+    assert expected in done.stderr.strip().splitlines()[-1], done.stderr
+    assert MaildirMailbox(ws / ".team" / "inbox" / "alice").pending() == []
+    assert not (ws / ".team" / "tasks").exists() or not list((ws / ".team" / "tasks").iterdir())
 
 
 def test_inbox_truncates_long_messages_unless_full(ws: Path) -> None:

@@ -97,10 +97,13 @@ def test_feed_lines_stay_above_the_redrawn_table() -> None:
     assert "6" in shown[table[0]]  # the last redraw, not a stale one
 
 
-def _run_on_pty(args: list[str], cwd: Path, timeout: float = 90) -> str:
+def _run_on_pty(
+    args: list[str], cwd: Path, timeout: float = 90, size: tuple[int, int] = (40, 120)
+) -> str:
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    rows, cols = size
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "team", *args],
         cwd=cwd,
@@ -160,3 +163,27 @@ def test_team_up_on_a_tty_scrolls_events_above_the_table(tmp_path: Path) -> None
     assert len(headers) == 1
     last_event = max(i for i, line in enumerate(feed) if "completed: #" in line)
     assert headers[0] > last_event
+
+
+def test_the_live_table_fits_an_80_by_24_terminal(tmp_path: Path) -> None:
+    """On 80 columns the table loses its least needed columns, named under it, rather
+    than cutting its headers (`doi…`, `spe`) or dropping the inbox."""
+    write_team(tmp_path)
+    send = run_team("send", "bob", "Please count the lines of README", "--dir", str(tmp_path))
+    assert send.returncode == 0
+    raw = _run_on_pty(
+        ["up", "--until-idle", "--idle-grace", "0.5", "--dir", str(tmp_path)],
+        tmp_path,
+        size=(24, 80),
+    )
+    shown = screen(raw)
+    text = "\n".join(shown)
+    assert "run finished" in text, text[-3000:]
+    [header] = [line for line in shown if line.startswith("agent ")]
+    start = shown.index(header)
+    table = shown[start : next(i for i, ln in enumerate(shown) if ln.startswith("run finished"))]
+    assert all(len(line.rstrip()) <= 80 for line in table), text
+    assert header.split()[:4] == ["agent", "state", "doing", "task"], header
+    assert "inbox" in header.split() and "…" not in header
+    for name in ("alice", "bob"):
+        assert any(line.startswith(name + " ") for line in shown)

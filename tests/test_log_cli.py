@@ -144,3 +144,42 @@ def test_transcripts_show_renders_a_transcript(ws: Path) -> None:
     assert full.stdout.count("line of build output") == 200
     missing = run_team("transcripts", "show", "nope.jsonl", "--dir", str(ws))
     assert missing.returncode == 1 and "no such transcript" in missing.stderr
+
+
+def long_log(ws: Path, replies: int = 300) -> None:
+    log = ws / ".team" / "agents" / "alice" / "session.jsonl"
+    with open(log, "a") as f:
+        for i in range(replies):
+            msg = Message.assistant(f"reply number {i}")
+            f.write(json.dumps({"t": "assistant", "message": msg.to_dict(), "usage": {}}) + "\n")
+
+
+def test_log_n_shows_the_last_lines_and_says_how_to_see_the_rest(ws: Path) -> None:
+    long_log(ws)
+    r = run_team("log", "alice", "-n", "5", "--dir", str(ws))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 6 and "reply number 299" in lines[-1]
+    assert "earlier lines not shown: -n N shows more, team log alice shows them all" in lines[0]
+    whole = run_team("log", "alice", "--dir", str(ws)).stdout
+    assert "reply number 0" in whole and "not shown" not in whole
+
+
+def test_log_follow_starts_from_the_last_screen(ws: Path) -> None:
+    long_log(ws)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "team", "log", "alice", "--follow", "--dir", str(ws)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "LINES": "24", "COLUMNS": "80"},
+    )
+    try:
+        seen = []
+        while not seen or "reply number 299" not in seen[-1]:
+            seen.append(proc.stdout.readline())
+        assert "earlier lines not shown" in seen[0]
+        assert len(seen) == 23  # a screen, less the line the prompt needs
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -133,6 +135,52 @@ def test_follow_prints_messages_from_other_processes_and_stops_on_ctrl_c(ws: Pat
         assert follower.stderr is not None
         err = follower.stderr.read()
         assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+
+
+def test_follow_shows_each_state_change_and_never_a_message_first_as_done(ws: Path) -> None:
+    """A message shows as it landed, [pending]; when the agent has processed it, one
+    line says [done]. One the agent took and finished before the follower's scan still
+    shows pending first: it was, and a reader must not think it never waited."""
+    from team.mailbox.maildir import MaildirMailbox
+
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "team", "inbox", "alice", "--follow", "--dir", str(ws)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"},
+    )
+    box = MaildirMailbox(ws / ".team" / "inbox" / "alice")
+    got: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [got.put(ln) for ln in follower.stdout], daemon=True).start()
+
+    def next_line() -> str:
+        return got.get(timeout=15)
+
+    try:
+        send_mail(ws, "alice", "first, processed while watched")
+        head = next_line()
+        assert head.startswith("[pending] ") and "from user (message)" in head, head
+        assert next_line().strip() == "first, processed while watched"
+        for claim in box.receive():  # what the agent does
+            box.done(claim)
+        done = next_line()
+        assert done.startswith(f"[done] {claim.message.id} at "), done
+        # landed and done in one go, faster than any scan
+        send_mail(ws, "alice", "second, processed at once")
+        for claim in box.receive():
+            box.done(claim)
+        lines = [next_line() for _ in range(3)]
+        assert lines[0].startswith("[pending] "), lines
+        assert lines[1].strip() == "second, processed at once"
+        assert lines[2].startswith(f"[done] {claim.message.id} at "), lines
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(timeout=10) == 0
     finally:
         if follower.poll() is None:
             follower.kill()

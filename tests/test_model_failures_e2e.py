@@ -154,6 +154,36 @@ def test_overloaded_api_is_waited_out_and_a_stop_does_not_wait(tmp_path):
     assert len([ln for ln in out.splitlines() if "529" in ln]) == 1, out  # the warning, once
 
 
+def test_a_repeated_transient_error_is_one_warning_and_a_status_that_counts(tmp_path):
+    """Four 529s in a row: one warning line (not one per retry), the status line counts
+    the failures while they last, and one `recovered` event ends them."""
+    ws = small_team(tmp_path, names=("alice",))
+    with FakeMessagesAPI(lambda body: sim_responder.respond(body, ws), retry_after_ms=700) as api:
+        api.fail_next(529, 529, 529, 529)
+        proc = up(ws, api, "--until-idle", "--idle-grace", "0.3", "--timeout", "120")
+        try:
+            wait_for(lambda: ws.status_path.exists(), what="the team to start")
+            send(ws, "alice", "Please review src/app.py")
+            seen: set[str] = set()
+
+            def counted() -> bool:
+                seen.add(state(ws, "alice"))
+                return any(", 3 failed, retry in" in s for s in seen)
+
+            wait_for(counted, what="the status to count the retries")
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    warnings = [ln for ln in out.splitlines() if "529" in ln]
+    assert len(warnings) == 1, out
+    assert "team status shows the retries" in warnings[0]
+    kinds = events(ws, "SELECT kind, detail FROM agent_events WHERE agent = 'alice'")
+    assert [d for k, d in kinds if k == "recovered"] == ["model call ok after 4 failed"]
+    assert len([k for k, _ in kinds if k == "warning"]) == 1
+
+
 def test_a_prompt_too_long_is_compacted_and_the_work_goes_on(tmp_path):
     ws = make_workspace(tmp_path / "ws", MODEL, threshold=1_000_000)  # auto never fires
     assign(ws, "alice", "Review src/inventory.py and list its functions")

@@ -117,15 +117,23 @@ def test_inbox_follow_on_redis_prints_each_message_once(tmp_path: Path, redis_ur
     reader = threading.Thread(target=lambda: [lines.put(ln) for ln in follower.stdout])
     reader.start()
 
+    changes: list[dict] = []
+
     def next_message() -> dict:
-        try:
-            return json.loads(lines.get(timeout=30))
-        except queue.Empty:
-            raise AssertionError("the follower printed nothing in 30s") from None
+        """The next message; the lines saying one was processed are kept aside."""
+        while True:
+            try:
+                got = json.loads(lines.get(timeout=30))
+            except queue.Empty:
+                raise AssertionError("the follower printed nothing in 30s") from None
+            if not got.get("changed"):
+                return got
+            changes.append(got)
 
     agent = RedisMailbox(RedisLink(redis_url, "crew"), "alice", "n1")
     try:
-        assert next_message()["content"] == "already here"  # it is up and watching
+        first = next_message()
+        assert first["content"] == "already here"  # it is up and watching
         agent.done_many(agent.receive())  # the agent takes it: not printed again
         for text in ("hello from a", "and another"):
             send_mail(a, "alice", text, sender="bob")
@@ -134,6 +142,9 @@ def test_inbox_follow_on_redis_prints_each_message_once(tmp_path: Path, redis_ur
             agent.done_many(agent.receive())
         send_mail(a, "alice", "last one")
         assert next_message()["content"] == "last one"
+        # each processed message was said to be done, once
+        assert {"id": first["id"], "status": "done", "changed": True} in changes
+        assert len(changes) == len({c["id"] for c in changes})
         follower.send_signal(signal.SIGINT)
         assert follower.wait(timeout=15) == 0
     finally:

@@ -146,7 +146,8 @@ def test_each_attempt_is_refused_and_the_team_goes_on(tmp_path: Path, home: Path
     assert rows[-2]["outcome"] == "ok" and rows[-2]["exit_code"] == 0
     assert rows[-1]["outcome"] == "refused"
     assert rows[2]["exit_code"] == 1 and rows[-2]["bytes"] == len("still here\n")
-    text = run_team("audit", "alice", "--dir", str(ws.root)).stdout.splitlines()
+    header, _rule, *text = run_team("audit", "alice", "--dir", str(ws.root)).stdout.splitlines()
+    assert header.split()[:4] == ["time", "agent", "tool", "outcome"]
     assert len(text) == len(calls) and "cat ~/.ssh/id_rsa" in text[2]
 
 

@@ -114,8 +114,9 @@ def test_tasks_table_and_dir_option(ws: Path, tmp_path: Path) -> None:
     elsewhere.mkdir()
     r = team("tasks", "--dir", str(ws), cwd=elsewhere)
     assert r.returncode == 0, r.stderr
-    header, row = r.stdout.strip().splitlines()
-    assert header.split() == ["ID", "STATUS", "OWNER", "BLOCKED_BY", "SUBJECT", "RESULT"]
+    header, rule, row = r.stdout.strip().splitlines()
+    assert header.split() == ["id", "status", "owner", "blocked_by", "subject", "result"]
+    assert set(rule.replace(" ", "")) == {"-"}
     assert row.split()[:4] == ["#1", "pending", "bob", "-"]
     assert "run the tests" in row
     # a folder without team.toml is a mistake, not an empty board
@@ -156,9 +157,9 @@ def test_blocked_task_is_delivered_only_once_it_unblocks(ws: Path) -> None:
     # the agent side tells owners when it completes a task; here only the board changed
     assert board(ws)[1]["status"] == "pending"
     rows = team("tasks", cwd=ws).stdout.splitlines()
-    assert rows[1].split()[:4] == ["#1", "completed", "alice", "-"]
-    assert rows[1].endswith("schema.sql written")
-    assert rows[2].split()[:4] == ["#2", "pending", "bob", "#1"]
+    assert rows[2].split()[:4] == ["#1", "completed", "alice", "-"]
+    assert rows[2].endswith("schema.sql written")
+    assert rows[3].split()[:4] == ["#2", "pending", "bob", "#1"]
 
 
 def test_description_from_an_option_or_stdin(ws: Path) -> None:

@@ -315,6 +315,9 @@ class Agent:
             self._record_error(e, estimate, time.monotonic() - start)
             self._backoff(e)
             raise StepFailed(str(e)) from e
+        if self.backoff.failures > 1:  # the end of what the warning began
+            n = self.backoff.failures
+            self.sink.emit(AgentEvent(self.name, "recovered", f"model call ok after {n} failed"))
         self.backoff = Backoff()
         return response, request, estimate, time.monotonic() - start, sent.cleared
 
@@ -417,10 +420,22 @@ class Agent:
         self.last_error = self.status.error = str(e)
 
     def _backoff(self, e: ModelError) -> None:
-        """Wait before retrying: exponential, or the server's hint when it gives one."""
+        """Wait before retrying: exponential, or the server's hint when it gives one.
+
+        A failure is one warning when it starts (or changes kind); its repeats only
+        update the agent's status line (`waiting: overloaded (529), 3 failed, retry in
+        8s`), so a long outage is not a line per retry."""
+        repeat = self.backoff.failures > 0 and self.backoff.reason == e.reason
         seconds = self.backoff.next(e)
-        log.warning("%s: model call failed (%s); retrying in %.0fs", self.name, e, seconds)
-        self.wait_interruptibly(seconds, e.reason)
+        if not repeat:
+            log.warning(
+                "%s: model call failed (%s); retrying in %.0fs (team status shows the retries)",
+                self.name,
+                e,
+                seconds,
+            )
+        n = self.backoff.failures
+        self.wait_interruptibly(seconds, e.reason if n == 1 else f"{e.reason}, {n} failed")
 
     def wait_interruptibly(self, seconds: float, reason: str) -> None:
         """Wait `seconds`, shown as `waiting: <reason>, retry in Ns`, unless told to stop.

@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.waker import Waker, make_waker
-from team.tasks import TaskBoard
 from team.workspace.backend_spec import FILES, chosen
 from team.workspace.config import ConfigError, TeamConfig
 from team.workspace.places import Workspace
+
+if TYPE_CHECKING:  # imported where used: `team send` needs neither watchfiles nor the board
+    from team.mailbox.waker import Waker
+    from team.tasks import TaskBoard
 
 
 class Backend(Protocol):
@@ -52,9 +54,13 @@ class FilesBackend:
         return MaildirMailbox(self.ws.inbox_dir(agent))
 
     def waker(self, agent: str, stop: threading.Event) -> Waker:
+        from team.mailbox.waker import make_waker
+
         return make_waker([self.mailbox(agent).new_dir], stop)
 
     def board(self) -> TaskBoard:
+        from team.tasks import TaskBoard
+
         return TaskBoard(self.ws.tasks_dir)
 
     def close(self) -> None:

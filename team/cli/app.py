@@ -1,46 +1,65 @@
-"""Entry point: registers every command module and turns user errors into one line."""
+"""Entry point: registers every command module and turns user errors into one line.
+
+A new command module goes in `COMMANDS`; its commands say their group of `team --help`
+themselves (team/cli/base.py, `command`).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import sys
 
-from team.cli import (  # noqa: F401  (imported for their @app.command registrations)
-    audit_cmd,
-    coord_cmd,
-    demo,
-    experiment_cmd,
-    import_cmd,
-    init_cmd,
-    log_cmd,
-    mcp_cmd,
-    messages,
-    run,
-    study,
-    tasks_cmd,
-)
+import click
+
 from team.cli.base import app
 from team.core.errors import UserError, os_error_line
+
+COMMANDS = (
+    "init_cmd",  # run: init, check
+    "run",  # run: up, down; watch: status
+    "demo",
+    "tasks_cmd",  # work: assign, tasks, task
+    "messages",  # work: send, broadcast; watch: inbox
+    "coord_cmd",  # work: goal, plans, approve, reject, merge
+    "log_cmd",  # watch
+    "audit_cmd",
+    "study",  # study: stats, report, transcripts
+    "experiment_cmd",
+    "import_cmd",
+    "mcp_cmd",  # run: mcp
+)
+"""The command modules, in the order `team --help` lists their commands within a group
+(names sorted by an import sorter would lose it)."""
+
+for _module in COMMANDS:
+    importlib.import_module(f"team.cli.{_module}")
 
 
 def main() -> None:
     try:
-        app()
+        code = app.main(prog_name="team", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.ClickException as e:  # a usage error: exit 2, with the usage line
+        e.show()
+        code = e.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        code = 130
     except UserError as e:
         print(f"team: error: {e}", file=sys.stderr)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
+        code = 1
     except BrokenPipeError:  # `team ... | head`: the reader left, nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        code = 1
     except OSError as e:  # disk full, read-only workspace, permission denied: not a bug
         print(f"team: error: {os_error_line(e)}", file=sys.stderr)
-        sys.exit(1)
+        code = 1
     except sqlite3.OperationalError as e:  # the event database: full, read-only, locked
         print(f"team: error: .team/events.db: {e}", file=sys.stderr)
-        sys.exit(1)
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from pathlib import Path
 
-import typer
+import click
 
-from team.cli.base import DirOption, JsonOption, app, workspace
+from team.cli.base import command, dir_option, json_option, terminal_width, workspace
 
 
-@app.command()
-def audit(
-    agent: Annotated[str | None, typer.Argument(help="Only this agent's.")] = None,
-    json_out: JsonOption = False,
-    dir: DirOption = ".",
-) -> None:
-    """Every command and file write: agent, tool, outcome, exit code, duration, bytes."""
-    from team.study.audit import read_audit, render_row
+@command("watch")
+@click.argument("agent", required=False)
+@json_option
+@dir_option
+def audit(agent: str | None, json_out: bool, dir: Path) -> None:
+    """Show every command and file write of the agents (or AGENT).
+
+    Time, agent, tool, outcome and exit code, duration, bytes, and the command or path.
+    """
+    from team.study.audit import read_audit, table
 
     ws = workspace(dir)
     config = ws.load_config()
@@ -28,7 +30,6 @@ def audit(
         print(json.dumps(rows, indent=1))
         return
     if not rows:
-        typer.echo("no commands or file writes recorded")
+        click.echo("no commands or file writes recorded")
         return
-    for row in rows:
-        typer.echo(render_row(row))
+    click.echo("\n".join(table(rows, terminal_width())))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
-from team.cli.base import app, event_log
+from team.cli.base import command, event_log
 from team.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -89,16 +89,46 @@ def prepare_demo(root: Path, threshold: int = 6000) -> Workspace:
     return ws
 
 
-@app.command()
-def demo(
-    dir: Annotated[Path, typer.Option("--dir", "-C", help="Where to create the demo team.")] = Path(
-        "demo"
-    ),
-    fresh: Annotated[bool, typer.Option(help="Delete an earlier demo folder first.")] = True,
-    threshold: Annotated[int, typer.Option(help="Auto-compaction threshold (tokens).")] = 6000,
-    latency: Annotated[float, typer.Option(help="Seconds each simulated model call takes.")] = 0.3,
-) -> None:
-    """Run an offline demo team (sim model) through a few tasks, then print what happened."""
+@command("run")
+@click.option(
+    "--dir",
+    "-C",
+    "dir",
+    type=click.Path(path_type=Path),
+    default="demo",
+    show_default=True,
+    metavar="DIR",
+    help="Where to create the demo team.",
+)
+@click.option(
+    "--no-fresh",
+    "fresh",
+    is_flag=True,
+    flag_value=False,
+    default=True,
+    help="Keep an earlier demo folder (by default it is deleted first).",
+)
+@click.option(
+    "--threshold",
+    type=int,
+    default=6000,
+    show_default=True,
+    metavar="TOKENS",
+    help="Auto-compaction threshold.",
+)
+@click.option(
+    "--latency",
+    type=float,
+    default=0.3,
+    show_default=True,
+    metavar="S",
+    help="Seconds each simulated model call takes.",
+)
+def demo(dir: Path, fresh: bool, threshold: int, latency: float) -> None:
+    """Run an offline demo team through a few tasks, and report.
+
+    The team runs on the sim model in DIR (default ./demo); then `team stats -C demo`.
+    """
     from team.agents.runtime.launch import RunOptions, foreground, run_error
     from team.agents.runtime.lock import TeamLock
     from team.workspace.places import Workspace
@@ -115,15 +145,15 @@ def demo(
             raise UserError(f"a team is running in {root}; stop it with `team down` first")
         shutil.rmtree(root)
     ws = prepare_demo(root, threshold)
-    typer.echo(
+    click.echo(
         f"demo workspace: {ws.root} ({len(TASKS)} tasks on the board; the lead, {LEAD}, "
         f"splits the goal {GOAL!r} into more)"
     )
     opts = RunOptions(until_idle=True, model="sim", timeout=600, sim_latency=latency)
     result = foreground(ws, opts)
-    typer.echo(result.summary)
+    click.echo(result.summary)
     if error := run_error(result, opts.timeout):
         raise UserError(error)
-    typer.echo(
+    click.echo(
         f"\nLook closer: team stats -C {dir}   team report -C {dir}   team transcripts -C {dir}"
     )

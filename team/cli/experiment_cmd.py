@@ -5,64 +5,107 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from team.cli.base import JsonOption, app
+from team.cli.base import command, json_option
 from team.core.errors import UserError
 
+PATH = click.Path(path_type=Path)
 
-@app.command()
+
+@command("study")
+@click.option(
+    "--agents",
+    type=click.IntRange(min=3),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Agents in the sim workload (reader, runner, coder, ...).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=7,
+    show_default=True,
+    metavar="S",
+    help="Seed of the generated files and the sim.",
+)
+@click.option(
+    "--tasks",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    metavar="T",
+    help="Tasks per agent.",
+)
+@click.option(
+    "--threshold",
+    type=click.IntRange(min=1),
+    default=50_000,
+    show_default=True,
+    metavar="TOKENS",
+    help="Reference auto threshold (hybrid doubles it).",
+)
+@click.option(
+    "--replay",
+    type=PATH,
+    metavar="PATH",
+    help="Replay a recorded session instead of running the sim workload: a workspace, a "
+    "session.jsonl, or another agent's log (Claude Code, Codex CLI, Gemini CLI, SWE-agent, "
+    "mini-swe-agent, Messages-API JSON).",
+)
+@click.option(
+    "--keep-recent",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="keep_recent for every strategy that does not set its own.",
+)
+@click.option(
+    "--preserve-tools",
+    metavar="A,B",
+    help="Comma-separated preserve_tools for every strategy that does not set its own "
+    '(our names: read_file, bash, ...; "" for none).',
+)
+@click.option(
+    "--strategy",
+    "strategy_file",
+    type=PATH,
+    metavar="FILE.toml",
+    help="A TOML file of your own strategies ([strategy.NAME]).",
+)
+@click.option(
+    "--summary-model",
+    metavar="MODEL",
+    help="With --replay: summaries from this Anthropic model (needs ANTHROPIC_API_KEY) "
+    "instead of the extractive simulator.",
+)
+@click.option("--repair", is_flag=True, help="With --replay: fix what the API would reject.")
+@click.option(
+    "--keep",
+    type=PATH,
+    metavar="DIR",
+    help="Keep each strategy's run in DIR/<strategy> (for team stats -C).",
+)
+@json_option
 def experiment(
-    agents: Annotated[
-        int, typer.Option(min=3, help="Agents in the sim workload (reader, runner, coder, ...).")
-    ] = 3,
-    seed: Annotated[int, typer.Option(help="Seed of the generated files and the sim.")] = 7,
-    tasks: Annotated[int, typer.Option(min=1, help="Tasks per agent.")] = 8,
-    threshold: Annotated[
-        int, typer.Option(min=1, help="Reference auto threshold in tokens (hybrid doubles it).")
-    ] = 50_000,
-    replay: Annotated[
-        Path | None,
-        typer.Option(
-            help="Replay a recorded session instead of running the sim workload: a "
-            "workspace, a session.jsonl, or another agent's log (Claude Code, Codex CLI, "
-            "Gemini CLI, SWE-agent, mini-swe-agent, Messages-API JSON).",
-        ),
-    ] = None,
-    keep_recent: Annotated[
-        int | None,
-        typer.Option(min=0, help="keep_recent for every strategy that does not set its own."),
-    ] = None,
-    preserve_tools: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated preserve_tools for every strategy that does not set "
-            'its own (our names: read_file, bash, ...; "" for none).'
-        ),
-    ] = None,
-    strategy_file: Annotated[
-        Path | None,
-        typer.Option("--strategy", help="A TOML file of your own strategies ([strategy.NAME])."),
-    ] = None,
-    summary_model: Annotated[
-        str | None,
-        typer.Option(
-            help="With --replay: summaries from this Anthropic model (needs "
-            "ANTHROPIC_API_KEY) instead of the extractive simulator."
-        ),
-    ] = None,
-    repair: Annotated[
-        bool, typer.Option(help="With --replay: fix what the API would reject in the log.")
-    ] = False,
-    keep: Annotated[
-        Path | None,
-        typer.Option(help="Keep each strategy's run in KEEP/<strategy> (for team stats -C)."),
-    ] = None,
-    json_out: JsonOption = False,
+    agents: int,
+    seed: int,
+    tasks: int,
+    threshold: int,
+    replay: Path | None,
+    keep_recent: int | None,
+    preserve_tools: str | None,
+    strategy_file: Path | None,
+    summary_model: str | None,
+    repair: bool,
+    keep: Path | None,
+    json_out: bool,
 ) -> None:
-    """Run the same workload under each compaction strategy and compare costs (offline sim)."""
+    """Compare compaction strategies on one workload (offline sim).
+
+    The same workload (or, with --replay, a recorded session) runs under each strategy.
+    """
     from team.study.experiment import render, replay_experiment, run_experiment
     from team.study.workload import Workload
 
@@ -86,6 +129,9 @@ def experiment(
         else:
             model = None
             if summary_model:
+                from team.llm import credentials
+
+                credentials.require(summary_model)  # before the SDK's seconds of import
                 from team.llm.anthropic_model import AnthropicModel
 
                 model = AnthropicModel(summary_model)
@@ -99,9 +145,9 @@ def experiment(
                 progress=progress,
             )
             if json_out:
-                typer.echo(json.dumps(result.to_dict(), indent=2))
+                click.echo(json.dumps(result.to_dict(), indent=2))
             else:
-                typer.echo(render_log(result))
+                click.echo(render_log(result))
             return
     else:
         workload = Workload(agents=agents, tasks_per_agent=tasks, seed=seed)
@@ -109,10 +155,10 @@ def experiment(
             workload, threshold=threshold, strategies=strategies, keep=keep, progress=progress
         )
     if json_out:
-        typer.echo(json.dumps(exp.to_dict(), indent=2))
+        click.echo(json.dumps(exp.to_dict(), indent=2))
     else:
-        typer.echo("(offline simulation: SimModel and its simulated prompt cache)")
-        typer.echo(render(exp))
+        click.echo("(offline simulation: SimModel and its simulated prompt cache)")
+        click.echo(render(exp))
 
 
 def _own_recording(path: Path) -> bool:

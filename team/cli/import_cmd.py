@@ -4,32 +4,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from team.cli.base import JsonOption, app
+from team.cli.base import command, json_option
 
 
-@app.command("import")
-def import_(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            help="A session log: Claude Code, Codex CLI, Gemini CLI, SWE-agent, "
-            "mini-swe-agent, a Messages-API JSON, or one of ours (detected by content)."
-        ),
-    ],
-    to: Annotated[Path, typer.Option("--to", help="The folder to write the workspace in.")],
-    repair: Annotated[
-        bool,
-        typer.Option(
-            help="Fix what the API would reject (and say what changed) instead of failing."
-        ),
-    ] = False,
-    json_out: JsonOption = False,
-) -> None:
-    """Import a session log; then `team stats -C DIR` or `team experiment --replay DIR`."""
+@command("study", "import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--to",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="The folder to write the workspace in.",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Fix what the API would reject (and say what changed) instead of failing.",
+)
+@json_option
+def import_(file: Path, to: Path, repair: bool, json_out: bool) -> None:
+    """Import another agent's session log as a workspace.
+
+    Then `team stats -C DIR` or `team experiment --replay DIR`.
+
+    FILE is a Claude Code, Codex CLI, Gemini CLI, SWE-agent or mini-swe-agent log, a
+    Messages-API JSON, or one of ours: the format is detected from the content.
+    """
     from team.sessions import read_session
     from team.sessions.calibration import recorded
     from team.sessions.workspace import write_workspace
@@ -47,14 +50,14 @@ def import_(
             "recorded": rec.to_dict() if rec else None,
             **session.report.to_dict(),
         }
-        typer.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(out, indent=2))
         return
     agents = ", ".join(f"{a.name} ({len(a.replies())} replies)" for a in session.agents)
-    typer.echo(f"imported {file} ({session.format}) into {ws.root}: {agents}")
+    click.echo(f"imported {file} ({session.format}) into {ws.root}: {agents}")
     for line in session.report.lines():
-        typer.echo(f"  {line}")
+        click.echo(f"  {line}")
     if rec is not None:
-        typer.echo(
+        click.echo(
             f"  recorded usage: {rec.calls} calls, input tokens total {rec.input_tokens_total:,}"
         )
-    typer.echo(f"next: team experiment --replay {ws.root}")
+    click.echo(f"next: team experiment --replay {ws.root}")

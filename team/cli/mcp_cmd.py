@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
 
-import typer
+import click
 
-from team.cli.base import DirOption, app, workspace
+from team.cli.base import command, dir_option, workspace
 
 
-@app.command("mcp")
-def mcp_cmd(
-    http: Annotated[
-        bool, typer.Option("--http", help="Streamable HTTP on 127.0.0.1 instead of stdio.")
-    ] = False,
-    port: Annotated[int, typer.Option("--port", help="The HTTP port (0: any free one).")] = 0,
-    dir: DirOption = ".",
-) -> None:
-    """Serve the team as an MCP server: assign, send, broadcast, tasks, task, status,
-    inbox, log, approve, reject, stats; each agent's transcripts as resources.
+@command("run")
+@click.option("--http", is_flag=True, help="Streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option("--port", type=int, default=0, help="The HTTP port (0: any free one).")
+@dir_option
+def mcp(http: bool, port: int, dir: Path) -> None:
+    """Serve the team as an MCP server.
 
-    Add it to Claude Code with: claude mcp add team -- team mcp --dir /path/to/workspace
+    Its tools: assign, send, broadcast, tasks, task, status, inbox, log, approve, reject,
+    stats; each agent's transcripts are resources. Add it to Claude Code with:
+    claude mcp add team -- team mcp --dir /path/to/workspace
     """
     from team.serve.run import serve_http, serve_stdio
 

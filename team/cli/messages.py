@@ -8,58 +8,65 @@ import signal
 import sys
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from team.cli.base import (
-    DirOption,
-    FileOption,
-    JsonOption,
-    app,
+    command,
+    dir_option,
     event_log,
+    file_option,
+    json_option,
+    terminal_width,
     text_input,
     workspace,
 )
 from team.core.errors import UserError, os_error_line
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from team.mailbox.maildir import Status
     from team.mailbox.message import MailMessage
 
-FromOption = Annotated[
-    str, typer.Option("--from", help="Sender name (a teammate, or `user` for you).")
-]
+from_option = click.option(
+    "--from",
+    "sender",
+    default="user",
+    show_default=True,
+    metavar="NAME",
+    help="Who it is from: a teammate (whose inbox gets the answer), or user (you).",
+)
+text_argument = click.argument("text", required=False)
 
 
-@app.command()
-def send(
-    agent: Annotated[str, typer.Argument(help="The recipient.")],
-    text: Annotated[str | None, typer.Argument(help="The message; - reads standard input.")] = None,
-    file: FileOption = None,
-    sender: FromOption = "user",
-    dir: DirOption = ".",
-) -> None:
-    """Deliver a message to an agent's inbox (works whether or not the team is up)."""
+@command("work")
+@click.argument("agent")
+@text_argument
+@file_option
+@from_option
+@dir_option
+def send(agent: str, text: str | None, file: Path | None, sender: str, dir: Path) -> None:
+    """Deliver TEXT to AGENT's inbox (whether or not the team is up).
+
+    TEXT - reads standard input; --file PATH reads a file.
+    """
     (msg,) = _post(dir, text, file, agent, sender)
-    typer.echo(f"sent {msg.id} to {agent}")
+    click.echo(f"sent {msg.id} to {agent}")
 
 
-@app.command()
-def broadcast(
-    text: Annotated[str | None, typer.Argument(help="The message; - reads standard input.")] = None,
-    file: FileOption = None,
-    sender: FromOption = "user",
-    dir: DirOption = ".",
-) -> None:
-    """Deliver a message to every agent but the sender."""
+@command("work")
+@text_argument
+@file_option
+@from_option
+@dir_option
+def broadcast(text: str | None, file: Path | None, sender: str, dir: Path) -> None:
+    """Deliver TEXT to every agent but the sender."""
     sent = _post(dir, text, file, None, sender)
     if sent:
-        typer.echo(f"sent to {', '.join(m.to for m in sent)}")
+        click.echo(f"sent to {', '.join(m.to for m in sent)}")
     else:
-        typer.echo("no recipients: the sender is the only agent")
+        click.echo("no recipients: the sender is the only agent")
 
 
 def _post(
@@ -71,9 +78,9 @@ def _post(
     """
     from team.backends import post
 
+    content = text_input(text, file)  # a usage error before anything is read
     ws = workspace(dir)
     config = ws.load_config()
-    content = text_input(text, file)
     try:
         with event_log(ws) as sink:
             if to is None:
@@ -109,40 +116,56 @@ def clip(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n[... {rest:,} more characters; --full shows the whole message]"
 
 
-def _line(msg: MailMessage, status: Status, limit: int | None = SHOWN_CHARS) -> str:
+def _head(msg: MailMessage, status: Status) -> str:
+    """`[pending] 2026-12-01 10:00:00 from alice (task #1) ID`; on a terminal too narrow
+    for the id as well, the id on a line of its own, whole."""
     when = datetime.fromtimestamp(msg.timestamp).strftime("%Y-%m-%d %H:%M:%S")
-    head = f"[{status}] {when} from {msg.sender} ({_label(msg)}) {msg.id}"
-    return f"{head}\n  " + clip(msg.content, limit).replace("\n", "\n  ")
+    head = f"[{status}] {when} from {msg.sender} ({_label(msg)})"
+    if len(head) + 1 + len(msg.id) <= terminal_width():
+        return f"{head} {msg.id}"
+    return f"{head}\n  (id {msg.id})"
 
 
-def _show(msg: MailMessage, status: Status, as_json: bool, limit: int | None) -> None:
-    if as_json:
-        typer.echo(json.dumps(_record(msg, status)))
-    else:
-        typer.echo(_line(msg, status, limit))
+def _line(msg: MailMessage, status: Status, limit: int | None = SHOWN_CHARS) -> str:
+    return f"{_head(msg, status)}\n  " + clip(msg.content, limit).replace("\n", "\n  ")
 
 
-@app.command()
-def inbox(
-    agent: Annotated[str, typer.Argument(help="Whose inbox.")],
-    show_all: Annotated[bool, typer.Option("--all", help="Include processed messages.")] = False,
-    as_json: JsonOption = False,
-    follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing new messages until Ctrl-C.")
-    ] = False,
-    full: Annotated[
-        bool, typer.Option("--full", help="Show long messages whole (JSON always is).")
-    ] = False,
-    ack: Annotated[
-        bool,
-        typer.Option("--ack", help="Mark what is shown as read (your own inbox, `user`, only)."),
-    ] = False,
-    dir: DirOption = ".",
+def _show(
+    msg: MailMessage, status: Status, changed: bool, as_json: bool, limit: int | None
 ) -> None:
-    """Show an agent's pending (with --all, also processed) messages, oldest first.
+    if as_json and changed:  # one object a message; a change is its id and new status
+        click.echo(json.dumps({"id": msg.id, "status": status, "changed": True}))
+    elif as_json:
+        click.echo(json.dumps(_record(msg, status)))
+    elif changed:  # shown before: the new state only, not the text again
+        when = datetime.now().strftime("%H:%M:%S")
+        click.echo(f"[{status}] {msg.id} at {when} (from {msg.sender}, {_label(msg)})")
+    else:
+        click.echo(_line(msg, status, limit))
 
-    With --follow, print each new message as it lands (with --json, one object a line).
+
+@command("watch")
+@click.argument("agent")
+@click.option("--all", "show_all", is_flag=True, help="Include processed messages.")
+@json_option
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing messages and their state until Ctrl-C."
+)
+@click.option("--full", is_flag=True, help="Show long messages whole (JSON always is).")
+@click.option("--ack", is_flag=True, help="Mark what is shown as read (your own inbox, user).")
+@dir_option
+def inbox(
+    agent: str, show_all: bool, json_out: bool, follow: bool, full: bool, ack: bool, dir: Path
+) -> None:
+    """Show AGENT's pending messages (--all: processed ones too).
+
+    Oldest first.
+
+    With --follow, print each new message as it lands, and a line when the agent has
+    processed it (with --json, one object a line; a change is
+    `{"id": ..., "status": "done", "changed": true}`).
     """
+    as_json = json_out
     from team.backends.base import open_backend
 
     ws = workspace(dir)
@@ -170,24 +193,24 @@ def _inbox(
     if ack:
         with reading.taking(mailbox, agent) as taken:
             if as_json:
-                typer.echo(json.dumps([_record(m, "done") for m in taken], indent=2))
+                click.echo(json.dumps([_record(m, "done") for m in taken], indent=2))
             elif not taken:
-                typer.echo("no pending messages for user")
+                click.echo("no pending messages for user")
             else:
                 for msg in taken:
-                    typer.echo(_line(msg, "pending", limit))
+                    click.echo(_line(msg, "pending", limit))
         return
     if follow:
         _follow(backend, agent, show_all, as_json, limit)
         return
     shown = reading.listing(mailbox, show_all)
     if as_json:
-        typer.echo(json.dumps([_record(m, s) for m, s in shown], indent=2))
+        click.echo(json.dumps([_record(m, s) for m, s in shown], indent=2))
     elif not shown:
-        typer.echo(f"no {'' if show_all else 'pending '}messages for {agent}")
+        click.echo(f"no {'' if show_all else 'pending '}messages for {agent}")
     else:
         for msg, status in shown:
-            typer.echo(_line(msg, status, limit))
+            click.echo(_line(msg, status, limit))
 
 
 def _follow(backend, agent: str, show_all: bool, as_json: bool, limit: int | None) -> None:
@@ -199,8 +222,9 @@ def _follow(backend, agent: str, show_all: bool, as_json: bool, limit: int | Non
     previous_term = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     waker = backend.waker(agent, stop)
     try:
-        for msg, status in reading.follow(backend.mailbox(agent), waker, stop, show_all):
-            _show(msg, status, as_json, limit)
+        for msg, status, changed in reading.follow(backend.mailbox(agent), waker, stop, show_all):
+            _show(msg, status, changed, as_json, limit)
+            sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from
         # complaining when it flushes stdout at exit.

@@ -3,47 +3,38 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
 
-import typer
-from typer.core import TyperGroup
+import click
 
-from team.cli.base import DirOption, JsonOption, app, workspace
+from team.cli.base import (
+    TeamGroup,
+    command,
+    dir_option,
+    full_option,
+    group,
+    json_option,
+    subcommand,
+    terminal_width,
+    workspace,
+)
 from team.core.errors import UserError
 
 if TYPE_CHECKING:
+    from team.agents.console.columns import Column
     from team.workspace.places import Workspace
 
 
-def _console() -> Any:
-    from rich.console import Console
+def _print_table(title: str, columns: list[Column], rows: list[list[str]], hint: str) -> None:
+    from team.agents.console.columns import fit, wrap
 
-    console = Console()
-    # A pipe gets no terminal width: give it room for the long path column of
-    # `team transcripts`, unless COLUMNS says otherwise. The stats tables fit 80.
-    if console.is_terminal or "COLUMNS" in os.environ:
-        return console
-    return Console(width=120)
-
-
-def _print_table(console: Any, title: str, headers: list[str], rows: list[list[str]]) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    # No vertical rules: the outer frame and separators cost 3 columns per column, which
-    # is what pushed the stats past 80.
-    # The title is its own line: as a table title it would wrap at the table's width.
-    console.print(Text(title, style="bold"), soft_wrap=False)
-    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, h in enumerate(headers):
-        numeric = all(row[i][:1] in "0123456789-$" for row in rows)
-        table.add_column(h, justify="right" if numeric else "left")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    width = terminal_width()
+    table = fit(columns, rows, width)
+    click.echo("\n".join([*wrap(title, width), *table.lines]))
+    if table.dropped:
+        click.echo(f"(not shown: {', '.join(table.dropped)}; {hint})")
+    click.echo()
 
 
 def _team_name(ws: Workspace) -> str:
@@ -66,19 +57,20 @@ def _team_model(ws: Workspace) -> str:
         return "unknown"
 
 
-@app.command()
-def stats(
-    json_out: JsonOption = False,
-    db: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--db",
-            help="Another node's events.db (or its workspace folder) to merge in; repeatable.",
-        ),
-    ] = None,
-    dir: DirOption = ".",
-) -> None:
-    """Per-agent and team numbers from .team/events.db: calls, tokens, cost, compactions.
+@command("study")
+@json_option
+@click.option(
+    "--db",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Another node's events.db (or its workspace folder) to merge in; repeatable.",
+)
+@dir_option
+def stats(json_out: bool, db: tuple[Path, ...], dir: Path) -> None:
+    """Show calls, tokens, cost and compactions per agent and team.
+
+    Read from .team/events.db.
 
     With --db, the numbers of several nodes of one team (Redis backend) merged.
     """
@@ -94,70 +86,95 @@ def stats(
     else:
         st = compute_stats(local, _team_model(ws))
     if json_out:
-        typer.echo(json.dumps(st.to_dict(), indent=2))
+        click.echo(json.dumps(st.to_dict(), indent=2))
         return
-    console = _console()
+    from team.agents.console.columns import REQUIRED, Column
+
     for t in tables(st):
-        if t.rows:
-            _print_table(console, t.title, t.headers, t.rows)
-        else:
-            console.print(f"{t.title}: none")
+        if not t.rows:
+            click.echo(f"{t.title}: none")
+            continue
+        columns = [
+            Column(
+                h,
+                keep=REQUIRED if i == 0 else len(t.headers) - i,  # the rightmost gives way first
+                right=all(row[i][:1] in "0123456789-$" for row in t.rows),
+            )
+            for i, h in enumerate(t.headers)
+        ]
+        _print_table(t.title, columns, t.rows, "team stats --json has all")
 
 
-@app.command()
-def report(
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="PNG to write (default .team/report.png); the HTML page goes beside it.",
-        ),
-    ] = None,
-    dir: DirOption = ".",
-) -> None:
-    """Draw context size over time with every compaction marked, as a PNG and an HTML page."""
+@command("study")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    metavar="FILE.png",
+    help="PNG to write (default .team/report.png); the HTML page goes beside it.",
+)
+@dir_option
+def report(out: Path | None, dir: Path) -> None:
+    """Draw context size over time, compactions marked (PNG, HTML)."""
     from team.study.report import write_report
 
     ws = workspace(dir)
     png, page = write_report(ws.events_db, out or ws.report_png, _team_name(ws), _team_model(ws))
-    typer.echo(str(png))
-    typer.echo(str(page))
+    click.echo(str(png))
+    click.echo(str(page))
 
 
-class _ListByDefault(TyperGroup):
+class _ListByDefault(TeamGroup):
     """`team transcripts [AGENT]` lists; `team transcripts show FILE` renders one.
 
     Any first word that is not a subcommand (an agent name, an option) goes to `list`,
-    so the listing keeps the form it always had.
+    so the listing keeps the form it always had; its help shows that form.
     """
 
-    def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["list", *args]
-        return super().resolve_command(ctx, args)
-
-    def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
             args = ["list", *args]
         return super().parse_args(ctx, args)
 
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listing = self.commands["list"]
+        pieces = " ".join(listing.collect_usage_pieces(ctx))
+        formatter.write_usage(ctx.command_path, pieces)
+        show = self.commands["show"]
+        with click.Context(show, info_name="show", parent=ctx) as sub:
+            formatter.write_usage(
+                ctx.command_path, "show " + " ".join(show.collect_usage_pieces(sub)), "   or: "
+            )
 
-transcripts_app = typer.Typer(
-    cls=_ListByDefault,
-    help="List the transcripts archived before each compaction, or show one.",
-    no_args_is_help=False,
-)
-app.add_typer(transcripts_app, name="transcripts")
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listing = self.commands["list"]
+        with click.Context(listing, info_name="list", parent=ctx) as sub:
+            rows = [
+                r
+                for p in listing.get_params(sub)
+                if isinstance(p, click.Option) and (r := p.get_help_record(sub))
+            ]
+        with formatter.section("Arguments"):
+            formatter.write_dl([("AGENT", "Only this agent's transcripts.")])
+        with formatter.section("Options"):
+            formatter.write_dl(rows)
+        self.format_commands(ctx, formatter)
 
 
-@transcripts_app.command("show")
-def transcripts_show(
-    file: Annotated[Path, typer.Argument(help="A transcript (.jsonl), as listed.")],
-    full: Annotated[bool, typer.Option("--full", help="Show long texts whole.")] = False,
-    dir: DirOption = ".",
-) -> None:
-    """Render one transcript: the full history of a segment, as a person reads it."""
+@group("study", cls=_ListByDefault)
+def transcripts() -> None:
+    """List the transcripts archived at each compaction, or show one."""
+
+
+@subcommand(transcripts, "show")
+@click.argument("file", type=click.Path(path_type=Path))
+@full_option
+@dir_option
+def transcripts_show(file: Path, full: bool, dir: Path) -> None:
+    """Render one transcript (FILE, as listed) as a person reads it.
+
+    It holds the full history of one segment, from before its compaction.
+    """
     from team.study.conversation_view import show_transcript
     from team.workspace.places import Workspace
 
@@ -168,30 +185,30 @@ def transcripts_show(
     agent = Workspace.transcript_agent(path) or "assistant"
     try:
         for text in show_transcript(path, agent, full=full):
-            typer.echo(text)
+            click.echo(text)
     except UnicodeDecodeError:
         raise UserError(f"{file}: not UTF-8 text") from None
     except OSError as e:
         raise UserError(f"{file}: cannot read: {e.strerror or e}") from None
 
 
-@transcripts_app.command("list")
-def transcripts(
-    agent: Annotated[str | None, typer.Argument(help="Only this agent's transcripts.")] = None,
-    json_out: JsonOption = False,
-    dir: DirOption = ".",
-) -> None:
-    """List the transcripts archived before each compaction."""
+@subcommand(transcripts, "list")
+@click.argument("agent", required=False)
+@json_option
+@dir_option
+def transcripts_list(agent: str | None, json_out: bool, dir: Path) -> None:
+    """List the transcripts (AGENT's, or all): the default."""
+    from team.agents.console.columns import REQUIRED, Column
     from team.study.transcripts import list_transcripts
 
     ws = workspace(dir)
     files = list_transcripts(ws, agent)
     if json_out:
-        typer.echo(json.dumps([f.to_dict() for f in files], indent=2))
+        click.echo(json.dumps([f.to_dict() for f in files], indent=2))
         return
     if not files:
         where = ws.transcripts_dir(agent) if agent else ws.transcripts_root
-        typer.echo(f"no transcripts yet in {where}")
+        click.echo(f"no transcripts yet in {where}")
         return
     rows = []
     for f in files:
@@ -200,9 +217,13 @@ def transcripts(
         except ValueError:
             shown = str(f.path)
         rows.append([f.agent, str(f.seq), f.utc, f.layer, f"{f.messages:,}", f"{f.size:,}", shown])
-    _print_table(
-        _console(),
-        "Transcripts",
-        ["agent", "seq", "utc", "layer", "messages", "bytes", "path"],
-        rows,
-    )
+    columns = [
+        Column("agent", keep=700),
+        Column("seq", keep=600, right=True),
+        Column("utc", keep=300),
+        Column("layer", keep=500),
+        Column("messages", keep=200, right=True),
+        Column("bytes", keep=100, right=True),
+        Column("path", keep=REQUIRED),  # what `team transcripts show FILE` takes: whole
+    ]
+    _print_table("Transcripts", columns, rows, "team transcripts --json has all")

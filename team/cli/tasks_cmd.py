@@ -6,16 +6,20 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from team.cli.base import (
-    DirOption,
-    FileOption,
-    JsonOption,
-    app,
+    command,
+    dir_option,
+    file_option,
+    group,
+    json_option,
+    subcommand,
     teamwork,
+    terminal_width,
     text_input,
     workspace,
 )
@@ -27,16 +31,11 @@ if TYPE_CHECKING:
     from team.workspace.config import TeamConfig
     from team.workspace.places import Workspace
 
-task_app = typer.Typer(help="Look at one task, or cancel, reassign or reopen it.")
-app.add_typer(task_app, name="task")
 
-BlockedByOption = Annotated[
-    str | None,
-    typer.Option("--blocked-by", metavar="1,2", help="Ids of tasks that must be completed first."),
-]
+task_id_argument = click.argument("task_id", metavar="N", type=click.IntRange(min=1))
 
 
-def parse_ids(text: str | None) -> list[int]:
+def parse_ids(text: str | None, option: str = "--blocked-by") -> list[int]:
     """`1,2` or `#1, #2` -> [1, 2]; anything else is one clear line."""
     if text is None or not text.strip():
         return []
@@ -44,40 +43,42 @@ def parse_ids(text: str | None) -> list[int]:
     for part in text.split(","):
         word = part.strip().lstrip("#")
         if not word.isdigit() or int(word) < 1:
-            raise UserError(f"--blocked-by: {part.strip()!r} is not a task id (want e.g. 1,2)")
+            raise UserError(f"{option}: {part.strip()!r} is not a task id (want e.g. 1,2)")
         ids.append(int(word))
     return ids
 
 
-@app.command()
+@command("work")
+@click.argument("agent", required=False)
+@click.argument("text", required=False)
+@click.option("--any", "any_agent", is_flag=True, help="Leave it open: an idle agent claims it.")
+@file_option
+@click.option("--description", metavar="TEXT", help="Details for whoever does it; - reads stdin.")
+@click.option("--blocked-by", metavar="1,2", help="Ids of tasks that must be completed first.")
+@dir_option
 def assign(
-    agent: Annotated[
-        str | None, typer.Argument(metavar="AGENT", help="Who gets it (omit with --any).")
-    ] = None,
-    text: Annotated[
-        str | None, typer.Argument(metavar="TEXT", help="What to do; - reads standard input.")
-    ] = None,
-    any_agent: Annotated[
-        bool, typer.Option("--any", help="Leave the task open: an idle agent claims it.")
-    ] = False,
-    file: FileOption = None,
-    description: Annotated[
-        str | None,
-        typer.Option("--description", help="Details for whoever does it; - reads stdin."),
-    ] = None,
-    blocked_by: BlockedByOption = None,
-    dir: DirOption = ".",
+    agent: str | None,
+    text: str | None,
+    any_agent: bool,
+    file: Path | None,
+    description: str | None,
+    blocked_by: str | None,
+    dir: Path,
 ) -> None:
-    """Add a task to the board, for AGENT (delivered to its inbox) or for --any agent."""
+    """Add a task to the board, for AGENT or for --any agent.
+
+    AGENT gets it in its inbox; an open (--any) task is claimed by an idle agent.
+
+    TEXT - reads standard input, --file PATH a file; a long text's first line is the
+    subject, the rest its description.
+    """
     if any_agent:
         if agent is not None and (text is not None or file is not None):
-            raise typer.BadParameter("give either AGENT or --any, not both", param_hint="AGENT")
+            raise click.UsageError("give either AGENT or --any, not both")
         text = agent if text is None else text
         agent = None
-    if text is None and file is None:
-        raise typer.BadParameter("missing TEXT (or - for stdin, or --file PATH)", param_hint="TEXT")
     if text == "-" and description == "-":
-        raise UserError("only one of TEXT and --description can read standard input")
+        raise click.UsageError("only one of TEXT and --description can read standard input")
     text, long_text = task_subject(text_input(text, file))
     ids = parse_ids(blocked_by)
     ws = workspace(dir)
@@ -104,10 +105,10 @@ def assign(
         raise UserError(f"task not added: {os_error_line(e)}") from None
     waits = f" (blocked by {_ids(task.blocked_by)})" if task.status == "blocked" else ""
     if agent is None:
-        typer.echo(f"task #{task.id} (open){waits}")
+        click.echo(f"task #{task.id} (open){waits}")
         return
     later = f"; {agent} is told when it unblocks" if waits and not told else ""
-    typer.echo(f"task #{task.id} -> {agent}{waits}{later}")
+    click.echo(f"task #{task.id} -> {agent}{waits}{later}")
 
 
 SUBJECT_CHARS = 200
@@ -125,32 +126,38 @@ def task_subject(text: str) -> tuple[str, str]:
     return first, rest.strip()
 
 
-@app.command()
-def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
-    """Show the task board: owner, status, what each task waits on, results."""
+@command("work")
+@json_option
+@dir_option
+def tasks(json_out: bool, dir: Path) -> None:
+    """Show the task board: status, owner, blockers, results."""
     ws = workspace(dir)
     config = ws.load_config()  # a typo'd --dir is an error, not an empty board
     items = team_board(ws, config).list()
     if json_out:
-        typer.echo(json.dumps([t.model_dump() for t in items], indent=2))
+        click.echo(json.dumps([t.model_dump() for t in items], indent=2))
         return
     if not items:
-        typer.echo("no tasks")
+        click.echo("no tasks")
         return
-    typer.echo(_table(items))
+    click.echo("\n".join(_table(items, terminal_width())))
 
 
-@task_app.command("show")
-def show(
-    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
-    json_out: JsonOption = False,
-    dir: DirOption = ".",
-) -> None:
+@group("work")
+def task() -> None:
+    """Look at one task, or cancel, reassign, reopen or block it."""
+
+
+@subcommand(task, "show")
+@task_id_argument
+@json_option
+@dir_option
+def show(task_id: int, json_out: bool, dir: Path) -> None:
     """Everything about one task."""
     ws = workspace(dir)
     task = team_board(ws, ws.load_config()).get(task_id)
     if json_out:
-        typer.echo(task.model_dump_json(indent=2))
+        click.echo(task.model_dump_json(indent=2))
         return
     rows = [
         ("task", f"#{task.id} {task.subject}"),
@@ -167,58 +174,54 @@ def show(
             rows.append(("feedback", task.plan_feedback))
     if task.description:
         rows.append(("description", task.description))
-    typer.echo("\n".join(f"{k + ':':<12} {v}" for k, v in rows))
+    click.echo("\n".join(f"{k + ':':<12} {v}" for k, v in rows))
 
 
-@task_app.command("cancel")
-def cancel(
-    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
-    dir: DirOption = ".",
-) -> None:
+@subcommand(task, "cancel")
+@task_id_argument
+@dir_option
+def cancel(task_id: int, dir: Path) -> None:
     """Cancel a task; its owner is told to drop it (tasks waiting on it stay blocked)."""
     with open_teamwork(dir) as tw:
         task, waiting = tw.cancel(task_id)
     behind = f"; {_ids(waiting)} wait on it and stay blocked" if waiting else ""
-    typer.echo(f"task #{task.id} cancelled{behind}")
+    click.echo(f"task #{task.id} cancelled{behind}")
 
 
-@task_app.command("reassign")
-def reassign(
-    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
-    agent: Annotated[str, typer.Argument(metavar="AGENT", help="The new owner.")],
-    dir: DirOption = ".",
-) -> None:
+@subcommand(task, "reassign")
+@task_id_argument
+@click.argument("agent")
+@dir_option
+def reassign(task_id: int, agent: str, dir: Path) -> None:
     """Give an unfinished task to another agent; it starts over, the old owner is told."""
     with open_teamwork(dir) as tw:
         task, was = tw.reassign(task_id, agent)
     if was == task.owner:
-        typer.echo(f"task #{task.id} is already {agent}'s")
+        click.echo(f"task #{task.id} is already {agent}'s")
         return
-    typer.echo(f"task #{task.id} -> {agent} (was {was or 'open'})")
+    click.echo(f"task #{task.id} -> {agent} (was {was or 'open'})")
 
 
-@task_app.command("reopen")
-def reopen(
-    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
-    dir: DirOption = ".",
-) -> None:
+@subcommand(task, "reopen")
+@task_id_argument
+@dir_option
+def reopen(task_id: int, dir: Path) -> None:
     """Make a completed, failed or cancelled task pending again (its owner is told)."""
     with open_teamwork(dir) as tw:
         task = tw.reopen(task_id)
-    typer.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
+    click.echo(f"task #{task.id} reopened: {task.status}, owner {task.owner or 'none (open)'}")
 
 
-@task_app.command("block")
-def block(
-    task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
-    by: Annotated[str, typer.Option("--by", metavar="1,2", help="Ids it must wait on.")],
-    dir: DirOption = ".",
-) -> None:
+@subcommand(task, "block")
+@task_id_argument
+@click.option("--by", required=True, metavar="1,2", help="Ids it must wait on ('' for none).")
+@dir_option
+def block(task_id: int, by: str, dir: Path) -> None:
     """Set what a task waits on (replacing the list; --by '' clears it). Cycles are refused."""
-    ids = parse_ids(by)
+    ids = parse_ids(by, "--by")
     with open_teamwork(dir) as tw:
         task = tw.set_blocked_by(task_id, ids)
-    typer.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
+    click.echo(f"task #{task.id} is {task.status}, blocked by {_ids(task.blocked_by) or 'nothing'}")
 
 
 def team_board(ws: Workspace, config: TeamConfig) -> Board:
@@ -229,7 +232,7 @@ def team_board(ws: Workspace, config: TeamConfig) -> Board:
 
 
 @contextlib.contextmanager
-def open_teamwork(dir: str) -> Iterator[Teamwork]:
+def open_teamwork(dir: Path) -> Iterator[Teamwork]:
     """The workspace's `Teamwork` (its board, its event log), for one change by the user."""
     ws = workspace(dir)
     config = ws.load_config()
@@ -237,29 +240,41 @@ def open_teamwork(dir: str) -> Iterator[Teamwork]:
         yield tw
 
 
-def _table(items: list[Task]) -> str:
-    rows = [("ID", "STATUS", "OWNER", "BLOCKED_BY", "SUBJECT", "RESULT")]
-    for t in items:
-        rows.append(
-            (
-                f"#{t.id}",
-                t.status,
-                t.owner or "-",
-                ",".join(f"#{b}" for b in t.blocked_by) or "-",
-                _cell(t.subject, 60),
-                _cell(t.result or "-", 60),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-        for r in rows
+def _table(items: list[Task], width: int) -> list[str]:
+    """One line a task; the result goes first when space runs out, then who waits on
+    what; the subject is cut, never the id."""
+    from team.agents.console.columns import REQUIRED, Column, fit
+
+    columns = (
+        Column("id", keep=REQUIRED, right=True),
+        Column("status", keep=REQUIRED),
+        Column("owner", keep=800),
+        Column("blocked_by", keep=300),
+        Column("subject", keep=900, flex=True, least=20),
+        Column("result", keep=100, flex=True, least=16),
     )
+    rows = [
+        (
+            f"#{t.id}",
+            t.status,
+            t.owner or "-",
+            ",".join(f"#{b}" for b in t.blocked_by) or "-",
+            _cell(t.subject, 60),
+            _cell(t.result or "-", 60),
+        )
+        for t in items
+    ]
+    table = fit(columns, rows, width)
+    hint = (
+        [f"(not shown: {', '.join(table.dropped)}; see team tasks --json)"] if table.dropped else []
+    )
+    return table.lines + hint
 
 
 def _cell(text: str, width: int) -> str:
-    text = " ".join(text.split())  # one line per task, however it was typed
-    return text if len(text) <= width else text[: width - 1] + "…"
+    from team.agents.console.columns import cut, one_line
+
+    return cut(one_line(text), width)
 
 
 def _ids(ids) -> str:

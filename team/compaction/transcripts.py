@@ -107,7 +107,7 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, Message | ValueError]]:
                 continue
             try:
                 yield n, Message.from_dict(json.loads(line))
-            except (KeyError, TypeError, ValueError) as e:
+            except (AttributeError, KeyError, TypeError, ValueError) as e:  # a foreign shape
                 yield n, ValueError(f"line {n} is not a message: {e}")
 
 

@@ -20,6 +20,9 @@ def make_model(model_id: str, *, sim_latency: float = 0.0) -> Model:
         from team.llm.sim import SimModel
 
         return SimModel(latency=sim_latency)
+    from team.llm import credentials
+
+    credentials.require(model_id)  # before the SDK's import, which takes seconds
     from team.llm.anthropic_model import AnthropicModel
 
     return AnthropicModel(model_id)

@@ -29,6 +29,7 @@ from team.llm.base import (
     TransientModelError,
     Usage,
 )
+from team.llm.credentials import NO_KEY
 
 TRANSIENT_STATUSES = {408, 409, 429}  # plus every 5xx (529 overloaded among them)
 TOO_LARGE_STATUS = 413  # the request body is over the API's byte limit
@@ -43,7 +44,6 @@ REASONS = {
     429: "rate limited",
     529: "overloaded",
 }
-NO_KEY = "ANTHROPIC_API_KEY is not set; set it, or run offline with --model sim"
 
 
 class AnthropicModel:

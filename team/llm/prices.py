@@ -154,6 +154,18 @@ def nearest_known(model: str) -> str | None:
     return close[0] if close else None
 
 
+def model_warning(model: str) -> str | None:
+    """One line for a model id the table does not know (a typo, most likely), else None.
+
+    A warning, not a refusal: a model newer than the table is still served by the API
+    (`team check --online` asks it)."""
+    if is_known(model):
+        return None
+    near = nearest_known(model)
+    hint = f"did you mean {near}?" if near else "is it a typo?"
+    return f"model {model!r} is not in the model table (team/llm/prices.py): {hint}"
+
+
 class InputCounts(Protocol):
     """Anything with the three input counts: `team.llm.base.Usage`, `CacheCharge`, ..."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from team.core.conversation import InboxMail, Message, TextBlock, ToolResultBlock, ToolUseBlock
+if TYPE_CHECKING:  # imported where used: `team send` writes mail, it builds no conversation
+    from team.core.conversation import InboxMail, Message, TextBlock
 
 MessageType = Literal[
     "message",
@@ -48,16 +49,22 @@ class MailMessage(BaseModel):
 
     def as_mail(self) -> InboxMail:
         """The message as the model is shown it, as data (`AgentFacts.new_mail`)."""
+        from team.core.conversation import InboxMail
+
         return InboxMail(self.sender, self.type, self.id, self.task_id, self.content, self.approved)
 
     def as_block(self) -> TextBlock:
         """The message as user content: its text rendered from its data."""
+        from team.core.conversation import TextBlock
+
         return TextBlock.of_mail(self.as_mail())
 
 
 def unanswered_mail(messages: list[Message]) -> list[InboxMail]:
     """The mail in the user turns after the last reply: taken in before a crash, never
     answered, so the next request's facts still name it as new."""
+    from team.core.conversation import TextBlock, ToolResultBlock
+
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     out: list[InboxMail] = []
     for m in messages[last + 1 :]:
@@ -73,6 +80,8 @@ def told_tasks(messages: list[Message]) -> set[int]:
     """The ids of every task the conversation has told the agent about, from the
     blocks' data: task mail, board results, nudges, the identity block after a
     compaction, and the agent's own calls that name a task."""
+    from team.core.conversation import ToolResultBlock, ToolUseBlock
+
     known: set[int] = set()
     for m in messages:
         for b in m.content:

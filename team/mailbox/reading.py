@@ -47,25 +47,34 @@ def taking(mailbox: Mailbox, agent: str) -> Iterator[list[MailMessage]]:
 
 def follow(
     mailbox: Mailbox, waker: Waker, stop: threading.Event, show_all: bool
-) -> Iterator[tuple[MailMessage, Status]]:
-    """What is there (pending, or everything with `show_all`), then each new arrival,
-    until `stop` is set.
+) -> Iterator[tuple[MailMessage, Status, bool]]:
+    """What is there (pending, or everything with `show_all`), then each new arrival and
+    each change of a shown message's status, until `stop` is set: (message, status,
+    changed), `changed` True when the message was yielded before with another status.
 
-    Read-only: the agent may take and finish a message between two scans, so a scan
-    looks at every entry and yields the ones not yielded yet.
+    Read-only: the agent may take and finish a message between two scans. Every message
+    lands pending, so one first seen done after the start is yielded pending, then done:
+    a reader never sees a message that "was never pending".
     """
-    seen: set[str] = set()
+    shown: dict[str, Status] = {}
     first = True
     try:
         while not stop.is_set():
             for e in mailbox.entries():
-                if e.key in seen:
+                was = shown.get(e.key)
+                if was == e.status:
                     continue
-                seen.add(e.key)
-                if first and e.status == "done" and not show_all:
-                    continue  # history: only --all shows it
-                if (msg := mailbox.read(e)) is not None:
-                    yield msg, e.status
+                if was is None and first and e.status == "done" and not show_all:
+                    shown[e.key] = e.status  # history: only --all shows it
+                    continue
+                if (msg := mailbox.read(e)) is None:
+                    continue
+                shown[e.key] = e.status
+                if was is None and not first and e.status == "done":
+                    yield msg, "pending", False  # landed and done between two scans
+                    yield msg, "done", True
+                else:
+                    yield msg, e.status, was is not None
             first = False
             waker.wait(FOLLOW_TICK_S)
     finally:

@@ -31,17 +31,38 @@ def read_audit(db: Path, agent: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def render_row(row: dict[str, Any], width: int = 100) -> str:
-    """One line: time, agent, tool, outcome (with the exit code), duration, bytes, target."""
-    clock = time.strftime("%H:%M:%S", time.localtime(row["ts"]))
-    outcome = row["outcome"]
-    if row["tool"] == "bash" and row["exit_code"] is not None:
-        outcome = f"{outcome}({row['exit_code']})"
-    target = " ".join(str(row["target"]).split())  # one line, whatever the command was
-    if len(target) > width:
-        target = target[: width - 3] + "..."
-    took = f"{row['duration_s']:.2f}s"
-    return (
-        f"{clock} {row['agent']:<10} {row['tool']:<10} {outcome:<12} {took:>7} "
-        f"{row['bytes']:>9}B  {target}"
+def table(rows: list[dict[str, Any]], width: int | None) -> list[str]:
+    """The rows as a table in `width` columns: time, agent, tool, outcome (with the exit
+    code), duration, bytes, and the target (command or path), cut to fit (`--json` has
+    it whole)."""
+    from team.agents.console.columns import REQUIRED, Column, fit
+
+    columns = (
+        Column("time", keep=REQUIRED),
+        Column("agent", keep=800),
+        Column("tool", keep=700),
+        Column("outcome", keep=REQUIRED),
+        Column("took", keep=300, right=True),
+        Column("bytes", keep=200, right=True),
+        Column("target", keep=900, flex=True, least=24),
     )
+    cells = []
+    for row in rows:
+        outcome = row["outcome"]
+        if row["tool"] == "bash" and row["exit_code"] is not None:
+            outcome = f"{outcome}({row['exit_code']})"
+        cells.append(
+            (
+                time.strftime("%H:%M:%S", time.localtime(row["ts"])),
+                row["agent"],
+                row["tool"],
+                outcome,
+                f"{row['duration_s']:.2f}s",
+                f"{row['bytes']:,}",
+                row["target"],
+            )
+        )
+    fitted = fit(columns, cells, width)
+    if fitted.dropped:
+        fitted.lines.append(f"(not shown: {', '.join(fitted.dropped)}; team audit --json has all)")
+    return fitted.lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -207,14 +208,54 @@ def _loc(parts: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+def _keys_at(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model allows where `loc` points (for "did you mean")."""
+    model: Any = root
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return []
+        kinds = [field.annotation, *typing.get_args(field.annotation)]
+        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def _unknown(err: dict[str, Any], root: type[BaseModel], prefix: str = "") -> str:
+    """`unknown table [[agent]] (did you mean [[agents]]?)`, `team.colour: unknown key`."""
+    import difflib
+
+    *where, key = err["loc"]
+    value = err.get("input")
+    near = difflib.get_close_matches(str(key), _keys_at(root, tuple(where)), n=1, cutoff=0.6)
+    if not where and not prefix and isinstance(value, dict | list):
+        table = f"[[{key}]]" if isinstance(value, list) else f"[{key}]"
+        hint = f" (did you mean {table.replace(str(key), near[0])}?)" if near else ""
+        return f"unknown table {table}{hint}"
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"{prefix}{_loc(err['loc'])}: unknown key{hint}"
+
+
 def _describe(err: dict[str, Any]) -> str:
     kind = err["type"]
-    if kind == "extra_forbidden":
-        return "unknown key"
     if kind == "missing":
         return "required key is missing"
     msg = err["msg"]
     return msg.removeprefix("Value error, ")
+
+
+def _first_error(e: ValidationError, root: type[BaseModel], prefix: str = "") -> str:
+    """One line for the error the user should fix first: an unknown key or table before
+    anything else (`[[agent]]` is why `agents` is missing)."""
+    errors = e.errors()
+    unknown = [err for err in errors if err["type"] == "extra_forbidden"]
+    if unknown:
+        return _unknown(unknown[0], root, prefix)
+    err = errors[0]
+    return f"{prefix}{_loc(err['loc'])}: {_describe(err)}"
 
 
 def parse_config(
@@ -227,8 +268,7 @@ def parse_config(
     try:
         cfg = TeamConfig.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        raise ConfigError(f"{source}: {_loc(err['loc'])}: {_describe(err)}") from None
+        raise ConfigError(f"{source}: {_first_error(e, TeamConfig)}") from None
     if mcp_json:
         cfg.mcp_servers = {**mcp_json, **cfg.mcp_servers}
     seen: set[str] = set()
@@ -239,9 +279,8 @@ def parse_config(
         try:
             cfg.compaction_for(a.name)
         except ValidationError as e:
-            err = e.errors()[0]
-            where = f"agents[{i}].compaction.{_loc(err['loc'])}"
-            raise ConfigError(f"{source}: {where}: {_describe(err)}") from None
+            line = _first_error(e, CompactionConfig, f"agents[{i}].compaction.")
+            raise ConfigError(f"{source}: {line}") from None
         for pattern in a.mcp or ():
             if not is_tool_pattern(pattern) and pattern not in cfg.mcp_servers:
                 known = ", ".join(cfg.mcp_servers) or "none are configured"

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any
 
-from team.agents.console.printer import EventPrinter, status_table
+from team.agents.console.printer import EventPrinter, status_lines
 from team.core.events import Event
 
 FEED_BACKLOG = 1000
@@ -86,4 +86,6 @@ class LiveView:
 
         for line in self.feed.drain():
             self.live.console.print(Text(line), soft_wrap=True)
-        self.live.update(status_table(status), refresh=True)
+        # fitted to the terminal as it is now: a narrowed window drops columns, not text
+        table = "\n".join(status_lines(status, self.console.width))
+        self.live.update(Text(table, no_wrap=True, overflow="ellipsis"), refresh=True)

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from typing import TextIO
 
+from team.agents.console.columns import REQUIRED, Column, cut, fit, one_line, wrap
 from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
 
 
@@ -130,47 +131,41 @@ def _spend(st: dict) -> str:
     return usd(spent) + (f"/{usd(budget)}" if budget else "")
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+STATUS_COLUMNS = (
+    Column("agent", keep=REQUIRED),
+    Column("state", keep=900, flex=True, least=16),
+    Column("doing", keep=500, flex=True, least=10),
+    Column("task", keep=400, right=True),
+    Column("context", keep=300, right=True),
+    Column("compactions", keep=200, right=True),
+    Column("calls", keep=100, right=True),
+    Column("inbox", keep=350, right=True),
+    Column("spent", keep=250, right=True),
+)
+WORKTREE_COLUMNS = (Column("branch", keep=150), Column("uncommitted", keep=120, right=True))
 
 
-def status_table(status: dict, title: str = ""):
-    """A rich table of agent states (for the live display and `team status`).
+def status_lines(status: dict, width: int | None, title: str = "") -> list[str]:
+    """The agents' table (for the live display and `team status`), fitted to `width`
+    (None: every column, nothing cut), then the notes and each agent's last error.
 
-    Under it, each agent's last error, when it had one: the table says what an agent is
-    doing, the caption what last went wrong.
+    The table says what an agent is doing, the lines under it what last went wrong.
     """
-    from rich.table import Table
-
     from team.agents.console.activity import ago
 
     now = time.time()
-    from rich import box
-
-    table = Table(title=title or None, box=box.SIMPLE_HEAD)
-    columns = (
-        ("agent", "left"),
-        ("state", "left"),
-        ("doing", "left"),
-        ("task", "right"),
-        ("context", "right"),
-        ("compactions", "right"),
-        ("calls", "right"),
-        ("inbox", "right"),
-        ("spent", "right"),
-    )
     agents = status.get("agents", {})
-    if any("branch" in st for st in agents.values()):  # isolation = "worktree"
-        columns += (("branch", "left"), ("uncommitted", "right"))
+    worktree = any("branch" in st for st in agents.values())  # isolation = "worktree"
+    columns = STATUS_COLUMNS + (WORKTREE_COLUMNS if worktree else ())
     rows = []
     errors = []
     for name, st in agents.items():
-        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if len(columns) > 9 else []
+        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if worktree else []
         rows.append(
             [
                 name,
-                _clip(str(st.get("state", "?")), 24),
-                _clip(_doing(st, now), 60),
+                str(st.get("state", "?")),
+                _doing(st, now),
                 f"#{st['task']}" if st.get("task") else "-",
                 f"{st.get('context_tokens', 0):,}",
                 _compactions(st),
@@ -183,26 +178,26 @@ def status_table(status: dict, title: str = ""):
         error = st.get("error") or st.get("last_error")
         if error:
             when = ago(st.get("last_error_ts"), now) if st.get("last_error_ts") else ""
-            errors.append(f"{name}: {_clip(error, 200)}" + (f" ({when})" if when else ""))
+            errors.append(f"{name}: {cut(one_line(error), 300)}" + (f" ({when})" if when else ""))
         if st.get("crashes"):
             errors.append(f"{name}: crashed {st['crashes']} time(s), restarted")
-    for i, (col, justify) in enumerate(columns):
-        if col == "doing":  # the one column that gives way on a narrow terminal
-            table.add_column(col, justify=justify, overflow="ellipsis", no_wrap=True, max_width=28)
-        else:
-            width = max([len(col), *(len(r[i]) for r in rows)])
-            table.add_column(col, justify=justify, no_wrap=True, min_width=width)
-    for row in rows:
-        table.add_row(*row)
+    table = fit(columns, rows, width)
     notes = []
-    if any(st.get("compactions_by_layer") for st in status.get("agents", {}).values()):
+    if table.dropped:
+        notes.append(f"not shown: {', '.join(table.dropped)} (team status --wide shows them)")
+    if any(st.get("compactions_by_layer") for st in agents.values()) and (
+        "compactions" not in table.dropped
+    ):
         notes.append("compactions: auto/manual/micro")
     team = status.get("team_spend")
     if team:
         notes.append(f"team spent {_spend(team)}")
+    lines = [title] if title else []
+    lines += table.lines
+    for note in notes:
+        lines += wrap(note, width)
     if errors:
-        notes += ["last errors:", *(f"  {e}" for e in errors)]
-    if notes:
-        table.caption = "\n".join(notes)
-        table.caption_justify = "left"
-    return table
+        lines.append("last errors:")
+        for e in errors:
+            lines += wrap(e, width, indent="  ")
+    return lines
