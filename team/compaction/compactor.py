@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from team.compaction.auto import MIN_FREED, Bar, threshold_for
 from team.compaction.cache_plan import BreakpointPlanner
 from team.compaction.clip import clip_text
 from team.compaction.history import History
@@ -37,7 +38,8 @@ CARRY_CHARS = 4000  # unseen tool output carried into the new context, per resul
 
 @dataclass
 class AutoGate:
-    """Failed auto compactions in a row, and whether auto is paused because of them.
+    """Failed auto compactions in a row, and whether auto is paused, and why: after
+    `MAX_FAILURES` failed summaries, or after a compaction that freed too little.
 
     Outlives the agent's thread: a restarted thread keeps a failing summariser paused
     (a restarted process tries again).
@@ -45,6 +47,7 @@ class AutoGate:
 
     failures: int = 0
     paused: bool = False
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Compactor:
         prefix: the agent's system prompt and tools: counted into the estimate, and
             the cached prefix a summary request reuses. None: summaries are asked from
             the stored text alone (tests, tools that compact a bare history).
+        prefix_tokens: the fixed prefix's size in tokens when it is known better than
+            its characters say (a replay, where the recorded agent's prefix is billed).
         gate: the auto layer's failure count and pause, when it must outlive this object.
         clock: when the prompt cache expires (replay passes the recorded times).
     """
@@ -86,6 +91,7 @@ class Compactor:
         *,
         facts: AgentFacts,
         prefix: Prefix | None = None,
+        prefix_tokens: int | None = None,
         gate: AutoGate | None = None,
         clock: Callable[[], float] = time.monotonic,
         summary: SummaryLimits = SummaryLimits(),
@@ -96,10 +102,12 @@ class Compactor:
         self.sink = sink
         self.teammates = [n for n, _ in facts.teammates]
         self.prefix = prefix
-        self.overhead_chars = prefix.chars() if prefix else 0
         self.facts = facts
+        self.threshold = threshold_for(config.threshold, model.name)
         self.micro = MicroCompactor(config)
-        self.meter = TokenMeter()
+        self.meter = TokenMeter(
+            prefix_chars=prefix.chars() if prefix else 0, prefix_tokens=prefix_tokens
+        )
         self.planner = BreakpointPlanner(config.cache_ttl, clock)
         self._segment_calls = 0
         self._growth = 0.0  # smoothed context growth per call in this segment
@@ -173,10 +181,7 @@ class Compactor:
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
         """An agent call was answered: calibrate the token ratio, remember what is cached."""
-        chars = self.overhead_chars + sum(m.chars() for m in request.messages)
-        self.meter.observe(
-            chars, usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        )
+        self.meter.observe(sum(m.chars() for m in request.messages), usage.input_total)
         self.planner.sent_request(request.messages)
         self._segment_calls += 1
 
@@ -191,12 +196,16 @@ class Compactor:
     # -- layers 2 and 3 ------------------------------------------------------------------
 
     def estimate(self, history: History) -> int:
-        return estimate(history, self.overhead_chars, self.meter)
+        return estimate(history, self.meter)
+
+    def bar(self, history: History) -> Bar:
+        """The auto bar now: the threshold, raised while what a compaction leaves (the
+        fixed prefix; after one, the fresh context it left) is within reach of it."""
+        base = history.floor if history.segment else self.meter.fixed
+        return Bar(self.threshold, base)
 
     def auto_bar(self, history: History) -> int:
-        # After a compaction the context must grow again before the next one: when the
-        # fresh context alone is near the threshold, every call would pay for a summary.
-        return max(self.config.threshold, history.floor + self.config.threshold // 2)
+        return self.bar(history).at
 
     def should_auto(self, history: History) -> bool:
         return (
@@ -259,19 +268,29 @@ class Compactor:
         self._bank(layer, tokens_before, tokens_after)
         self.new_segment()
         self.gate.failures = 0
-        if tokens_after > self.config.threshold:
-            log.warning(
-                "%s: a fresh context is already %d tokens, above the threshold %d; "
-                "auto-compaction waits until it grows by half the threshold",
-                self.agent,
-                tokens_after,
-                self.config.threshold,
-            )
-        if layer == "manual" and self.gate.paused:
-            self.gate.paused = False
-            self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
         self._succeeded(rec, history, time.monotonic() - start)
+        self._judge(layer, trigger, tokens_before, tokens_after)
         return rec
+
+    def _judge(self, layer: str, trigger: str, before: int, after: int) -> None:
+        """Pause auto after a threshold compaction that freed too little: it would only
+        be bought again a few calls later. A manual one resumes it, as does any that
+        frees enough (a prompt too long for the window compacts whatever the gate)."""
+        freed = max(0, before - after)
+        enough = freed >= MIN_FREED * before
+        if layer == "auto" and trigger == "threshold" and not enough and not self.gate.paused:
+            self.gate.paused = True
+            self.gate.reason = (
+                f"a compaction freed only {freed:,} of {before:,} tokens "
+                f"({100 * freed / max(1, before):.0f}%); the manual compact tool and a "
+                "prompt too long for the window still compact"
+            )
+            self.sink.emit(AgentEvent(self.agent, "auto_paused", self.gate.reason))
+        elif self.gate.paused and (layer == "manual" or enough):
+            self.gate.paused = False
+            self.gate.reason = ""
+            why = "after a manual compaction" if layer == "manual" else "a compaction freed enough"
+            self.sink.emit(AgentEvent(self.agent, "auto_resumed", why))
 
     def _bank(self, layer: str, tokens_before: int, tokens_after: int) -> None:
         """Account a compaction in what this agent has saved over never compacting.
@@ -424,6 +443,7 @@ class Compactor:
         )
         if layer == "auto" and self.gate.failures >= MAX_FAILURES and not self.gate.paused:
             self.gate.paused = True
+            self.gate.reason = f"{self.gate.failures} failed summaries in a row ({err})"
             log.warning(
                 "%s: auto-compaction paused after %d failed summaries in a row (%s); "
                 "it resumes after a manual compact or a restart",
