@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from team.agents.session.results import ResultNotFound, Results
 from team.agents.tools import fs_tools
 from team.agents.tools.input import ToolInputError, ToolResult, spec, text
 from team.agents.tools.input import need_str as _need_str
@@ -65,6 +66,17 @@ def _base_specs() -> list[ToolSpec]:
                 "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read."},
             },
             ["path"],
+        ),
+        spec(
+            "read_result",
+            "Read part of a tool result, message or note that was too long to show whole "
+            "(its head and tail were shown, with its id). offset and limit count characters.",
+            {
+                "id": text("The id the cut result names."),
+                "offset": {"type": "integer", "minimum": 0, "description": "First character."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Most characters."},
+            },
+            ["id"],
         ),
         spec(
             "write_file",
@@ -143,6 +155,7 @@ class Toolbox:
         stop: threading.Event | None = None,
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
+        results: Results | None = None,
     ) -> None:
         """Args:
         crew: the team it works in (workspace, team.toml, board, events, inboxes).
@@ -150,6 +163,8 @@ class Toolbox:
             workspace, or the agent's own git worktree. Defaults to the workspace root.
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
         stop: when set, kills a running `bash` command (team shutdown).
+        results: where the agent's cut results are kept whole (`read_result`); default
+            its results folder under the workspace.
         """
         ws, config = crew.ws, crew.config
         self.ws = ws
@@ -160,6 +175,10 @@ class Toolbox:
         self.output_cap = output_cap
         self.stop = stop
         self.inboxes = crew.inboxes
+        if results is None:
+            cap = config.compaction_for(agent).result_cap if agent in config.names() else 30_000
+            results = Results(ws.results_dir(agent), cap)
+        self.results = results
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
             protected = Workspace(Path(root)).protected if own else None
@@ -172,6 +191,7 @@ class Toolbox:
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,
             "read_file": self._read_file,
+            "read_result": self._read_result,
             "write_file": self._write_file,
             "edit_file": self._edit_file,
             "send_message": self._send_message,
@@ -233,6 +253,13 @@ class Toolbox:
             raise ToolInputError("limit must be at least 1")
         path = _need_str(input, "path")
         return fs_tools.read_text(self.scope, path, limit=limit, cap=self.output_cap)
+
+    def _read_result(self, input: dict[str, Any]) -> str:
+        offset, limit = _opt_int(input, "offset") or 0, _opt_int(input, "limit")
+        try:
+            return self.results.read(_need_str(input, "id").strip(), offset, limit)
+        except (ResultNotFound, ValueError) as e:
+            raise ToolInputError(str(e)) from None
 
     def _write_file(self, input: dict[str, Any]) -> str:
         path, content = _need_str(input, "path"), _need_str(input, "content")
