@@ -20,6 +20,7 @@ from team.agents.tools.input import (
     ToolResult,
     need_int,
     need_str,
+    opt_int,
     opt_str,
     spec,
     text,
@@ -37,8 +38,12 @@ log = logging.getLogger(__name__)
 
 TASK_ID = {"type": "integer", "description": "The task's id (#N)."}
 IDS = {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks to wait on."}
-LISTED_FINISHED = 20
-"""Finished tasks `list_tasks` shows (the newest); `team tasks` shows them all."""
+LISTED_FINISHED = 10
+"""Finished tasks `list_tasks` shows briefly (the newest); `team tasks` shows them all."""
+MORE_FINISHED = 50
+"""The most finished tasks `list_tasks{finished}` lists (what a board view holds)."""
+DESCRIPTION_CHARS = 300
+"""Of the caller's own open tasks' descriptions, what `list_tasks` shows."""
 UPDATABLE = ("pending", "in_progress", "completed", "failed", "cancelled")
 
 
@@ -47,11 +52,26 @@ def task_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None)
     specs = [
         spec(
             "list_tasks",
-            "List the task board as JSON: id, subject, description, status (pending, "
-            "in_progress, blocked, completed, failed, cancelled), owner, blocked_by (ids it "
-            "waits on), result. Every unfinished task, and the 20 most recently finished.",
-            {},
+            "List the task board as JSON: id, subject, status (pending, in_progress, "
+            "blocked, completed, failed, cancelled), owner, blocked_by (ids it waits on). "
+            "Every unfinished task, with the start of the description of your own; the "
+            f"{LISTED_FINISHED} most recently finished briefly (finished: more of them). "
+            "get_task shows one task in full.",
+            {
+                "finished": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MORE_FINISHED,
+                    "description": f"How many finished tasks to list (default {LISTED_FINISHED}).",
+                }
+            },
             [],
+        ),
+        spec(
+            "get_task",
+            "One task in full as JSON: its description, result, plan and who made it.",
+            {"task_id": TASK_ID},
+            ["task_id"],
         ),
         spec(
             "claim_task",
@@ -137,6 +157,7 @@ class TaskTools:
         self.teamwork = teamwork
         self.handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "list_tasks": self.list_tasks,
+            "get_task": self.get_task,
             "claim_task": self.claim_task,
             "complete_task": self.complete_task,
             "create_task": self.create_task,
@@ -169,12 +190,46 @@ class TaskTools:
     # -- tools --------------------------------------------------------------------------
 
     def list_tasks(self, input: dict[str, Any]) -> str:
-        # Every unfinished task, and only the newest finished ones: the whole history
-        # made this result (and every context that held it, and the board's memory) grow
-        # with the run.
-        tasks = self.board.unfinished() + self.board.recently_finished(LISTED_FINISHED)
-        tasks.sort(key=lambda t: t.id)
-        return json.dumps([t.model_dump() for t in tasks], indent=1)
+        # Small whatever the board holds: every listing stays in the context of whoever
+        # asked, and a 2 MB description listed whole made each agent's next call carry
+        # it (16 auto compactions for 11 two-word messages). Descriptions only of the
+        # caller's own open tasks, cut; finished tasks briefly, the newest only.
+        limit = opt_int(input, "finished")
+        limit = LISTED_FINISHED if limit is None else max(0, min(limit, MORE_FINISHED))
+        finished = self.board.recently_finished(limit + 1) if limit else []
+        more = len(finished) > limit
+        finished = sorted(finished, key=lambda t: (t.updated_at, t.id))[len(finished) - limit :]
+        rows = [self._row(t) for t in self.board.unfinished()]
+        rows += [_brief(t) for t in finished]
+        rows.sort(key=lambda r: r["id"])
+        if more:
+            rows.append(
+                {
+                    "note": "older finished tasks are not listed: list_tasks{finished: "
+                    f"{MORE_FINISHED}}} lists up to {MORE_FINISHED}; `get_task` shows one"
+                }
+            )
+        return json.dumps(rows, indent=1)
+
+    def get_task(self, input: dict[str, Any]) -> str:
+        # whole, as the board holds it: a long one is cut to the result cap on its way
+        # into the context, and kept whole for read_result (team.agents.session.results)
+        return json.dumps(self.board.get(need_int(input, "task_id")).model_dump(), indent=1)
+
+    def _row(self, t: Task) -> dict[str, Any]:
+        row = _brief(t)
+        row["blocked_by"] = list(t.blocked_by)
+        if t.plan_state:
+            row["plan_state"] = t.plan_state
+        if t.owner == self.agent and t.description:
+            text = t.description
+            if len(text) > DESCRIPTION_CHARS:
+                text = (
+                    text[:DESCRIPTION_CHARS].rstrip()
+                    + f"… ({len(t.description):,} characters: get_task{{task_id: {t.id}}})"
+                )
+            row["description"] = text
+        return row
 
     def claim_task(self, input: dict[str, Any]) -> ToolResult:
         task_id = need_int(input, "task_id")
@@ -362,6 +417,10 @@ class TaskTools:
     def _event(self, kind: str, detail: str) -> None:
         if self.sink is not None:
             self.sink.emit(AgentEvent(self.agent, kind, detail))
+
+
+def _brief(t: Task) -> dict[str, Any]:
+    return {"id": t.id, "subject": t.subject, "status": t.status, "owner": t.owner}
 
 
 def _ids(input: dict[str, Any], key: str) -> list[int]:
