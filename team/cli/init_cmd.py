@@ -54,5 +54,12 @@ def check(dir: DirOption = ".") -> None:
     typer.echo(f"team {cfg.team.name!r}, model {cfg.team.model}, {n} agent{'s' if n != 1 else ''}:")
     for a in cfg.agents:
         typer.echo(f"  {a.name} ({a.role})")
+    from team.agents.build import reach_lines
+    from team.compaction.auto import window_problem
+
+    if problem := window_problem(cfg):
+        raise UserError(problem)
+    for line in reach_lines(cfg):  # a prefix the threshold cannot compact away
+        typer.echo(line)
     for line in sandbox.summary(ws, cfg, sandbox.detect()):
         typer.echo(line)

@@ -143,15 +143,22 @@ def tasks(json_out: JsonOption = False, dir: DirOption = ".") -> None:
 @task_app.command("show")
 def show(
     task_id: Annotated[int, typer.Argument(metavar="N", help="The task's id.")],
+    full: Annotated[
+        bool, typer.Option("--full", help="Long texts whole (they are cut otherwise).")
+    ] = False,
     json_out: JsonOption = False,
     dir: DirOption = ".",
 ) -> None:
-    """Everything about one task."""
+    """Everything about one task; a long description is cut unless --full."""
     ws = workspace(dir)
     task = team_board(ws, ws.load_config()).get(task_id)
     if json_out:
         typer.echo(task.model_dump_json(indent=2))
         return
+
+    def cut(text: str) -> str:
+        return text if full else _cut(text, task.id)
+
     rows = [
         ("task", f"#{task.id} {task.subject}"),
         ("status", task.status),
@@ -159,15 +166,28 @@ def show(
         ("blocked by", _ids(task.blocked_by) or "-"),
         ("created", f"{_when(task.created_at)} by {task.created_by}"),
         ("completed", _when(task.completed_at) if task.completed_at else "-"),
-        ("result", task.result or "-"),
+        ("result", cut(task.result or "-")),
     ]
     if task.plan_state:
-        rows.append(("plan", f"{task.plan_state}: {task.plan}"))
+        rows.append(("plan", cut(f"{task.plan_state}: {task.plan}")))
         if task.plan_feedback:
-            rows.append(("feedback", task.plan_feedback))
+            rows.append(("feedback", cut(task.plan_feedback)))
     if task.description:
-        rows.append(("description", task.description))
+        rows.append(("description", cut(task.description)))
     typer.echo("\n".join(f"{k + ':':<12} {v}" for k, v in rows))
+
+
+SHOWN_CHARS, SHOWN_LINES = 2000, 40
+"""Of a long text, what `team task show` prints without --full: a screen, not 2 MB."""
+
+
+def _cut(text: str, task_id: int) -> str:
+    lines = text.splitlines()
+    head = "\n".join(lines[:SHOWN_LINES])[:SHOWN_CHARS]
+    if len(head) >= len(text.rstrip()):
+        return text
+    rest = len(text) - len(head)
+    return f"{head}\n[... {rest:,} more characters: team task show {task_id} --full]"
 
 
 @task_app.command("cancel")

@@ -164,6 +164,7 @@ def status_table(status: dict, title: str = ""):
         columns += (("branch", "left"), ("uncommitted", "right"))
     rows = []
     errors = []
+    paused = []
     for name, st in agents.items():
         extra = [st.get("branch") or "-", str(st.get("changes", 0))] if len(columns) > 9 else []
         rows.append(
@@ -186,6 +187,8 @@ def status_table(status: dict, title: str = ""):
             errors.append(f"{name}: {_clip(error, 200)}" + (f" ({when})" if when else ""))
         if st.get("crashes"):
             errors.append(f"{name}: crashed {st['crashes']} time(s), restarted")
+        if st.get("auto_paused"):
+            paused.append(f"{name}: auto-compaction paused: {_clip(st['auto_paused'], 200)}")
     for i, (col, justify) in enumerate(columns):
         if col == "doing":  # the one column that gives way on a narrow terminal
             table.add_column(col, justify=justify, overflow="ellipsis", no_wrap=True, max_width=28)
@@ -200,6 +203,7 @@ def status_table(status: dict, title: str = ""):
     team = status.get("team_spend")
     if team:
         notes.append(f"team spent {_spend(team)}")
+    notes += paused
     if errors:
         notes += ["last errors:", *(f"  {e}" for e in errors)]
     if notes:
