@@ -227,8 +227,6 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
         print(warning, file=sys.stderr, flush=True)
     if problem := window_problem(config, model_id):
         raise UserError(problem)
-    for line in reach_lines(config, model_id):  # before a summary that frees little is paid
-        print(line, file=sys.stderr, flush=True)
     llm = make_model(model_id, sim_latency=opts.sim_latency)
     live = sys.stdout.isatty()
     lock = TeamLock(ws.lock_path)
@@ -248,6 +246,8 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
     )
     route_warnings(run.sink, ws.errors_log)  # one path for warnings: the events
     handle_signals(run.runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
+    for line in reach_lines(config, model_id):  # before a summary that frees little is paid
+        print(line, file=sys.stderr, flush=True)
     run.start()
     names = ", ".join(f"{a.name} ({a.role})" for a in config.agents if a.name in local)
     label = " - an offline simulation, no real model is called" if model_id == "sim" else ""
