@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from team.compaction.auto import MIN_FREED, Bar, growth, reach_line
+from team.compaction.auto import MIN_FREED, Bar, growth, min_growth, reach_line
 from team.compaction.compactor import Compactor
 from team.compaction.history import History
 from team.compaction.records import AssistantTurn, UserTurn
@@ -36,8 +36,10 @@ def compactor(tmp_path, *, prefix_tokens=None, summary="## Current work\nthe par
     return c, sink
 
 
-def test_the_bar_is_the_threshold_when_the_prefix_is_small():
+def test_the_bar_is_the_threshold_while_a_compaction_there_frees_a_quarter_of_it():
     assert Bar(50_000, 8_000).at == 50_000 and not Bar(50_000, 8_000).raised
+    assert Bar(50_000, 37_500).at == 50_000  # frees 12,500: well under the threshold
+    assert Bar(50_000, 38_000).at == 63_000  # within reach: base + half the threshold
 
 
 def test_a_prefix_near_or_above_the_threshold_raises_the_bar_past_what_it_can_free():
@@ -111,7 +113,7 @@ def test_no_records_make_two_auto_compactions_without_the_set_growth(
         if c.should_auto(h):
             before = c.estimate(h)
             if left is not None:
-                assert before - left >= growth(threshold), (before, left)
+                assert before - left >= min_growth(threshold), (before, left)
             assert before >= threshold
             rec = c.compact(h, identity=IDENTITY, layer="auto", trigger="threshold")
             assert rec is not None
