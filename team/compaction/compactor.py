@@ -11,12 +11,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 from team.compaction.auto import MIN_FREED, Bar, threshold_for
 from team.compaction.cache_plan import BreakpointPlanner
-from team.compaction.clip import clip_text
+from team.compaction.fresh import new_context
 from team.compaction.history import History
 from team.compaction.micro import CallCost, MicroCompactor
 from team.compaction.records import Compaction
@@ -24,7 +23,7 @@ from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed
 from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
-from team.core.conversation import Message, TaskNote, TextBlock, ToolResultBlock, render_block
+from team.core.conversation import Message, ToolResultBlock, render_block
 from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
 from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, Prefix, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
@@ -33,7 +32,6 @@ from team.workspace.config import CompactionConfig
 log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
-CARRY_CHARS = 4000  # unseen tool output carried into the new context, per result
 
 
 @dataclass
@@ -253,7 +251,7 @@ class Compactor:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
             return None
         shown = self.transcripts.shown(path)
-        first = self._new_context(identity, summary, shown, layer, history, facts)
+        first = new_context(identity, summary, shown, layer, history, facts or self.facts)
         tokens_after = self.estimate(History(messages=[first]))
         rec = Compaction(
             layer=layer,
@@ -364,63 +362,6 @@ class Compactor:
                 retention_paths=kept.paths,
             )
         )
-
-    def _new_context(
-        self,
-        identity: str,
-        summary: str,
-        transcript: Path,
-        layer: str,
-        history: History,
-        facts: AgentFacts | None,
-    ) -> Message:
-        """Identity, summary and transcript path in one block (which names the open
-        tasks as data too), then what the model has not seen yet, then "continue"."""
-        head = "\n\n".join(
-            [
-                identity,
-                f"Your conversation was compacted ({layer}, segment {history.segment + 1}). "
-                f"Summary of everything before this point:\n\n{summary}",
-                f"The full transcript is in {transcript} (read_file it if you need details).",
-            ]
-        )
-        facts = facts or self.facts
-        mine = tuple(TaskNote(t, "open", s) for t, s in facts.tasks) if facts else ()
-        blocks: list[TextBlock] = [TextBlock(head, tasks=mine)]
-        carried = self._unseen(history)
-        if carried:
-            blocks.append(TextBlock("New since your last turn (not yet answered):"))
-            blocks += carried
-        blocks.append(TextBlock("Continue your work from here."))
-        return Message("user", tuple(blocks))
-
-    @staticmethod
-    def _unseen(history: History) -> list[TextBlock]:
-        """Content after the last assistant turn: the model has not seen it yet.
-
-        Text (inbox messages, reminders) is carried in full, with its data: it is
-        instructions. Tool results, `read_inbox` included, are carried up to
-        `CARRY_CHARS` each, with a pointer to the transcript for the rest.
-        """
-        if not history.messages or history.messages[-1].role != "user":
-            return []
-        if len(history.messages) == 1:  # the segment is only this message: nothing to add
-            return []
-        out: list[TextBlock] = []
-        for b in history.messages[-1].content:
-            if isinstance(b, ToolResultBlock) and b.mail:  # read_inbox: the messages
-                out += [TextBlock.of_mail(m) for m in b.mail]
-            elif isinstance(b, ToolResultBlock):
-                text = b.content
-                if len(text) > CARRY_CHARS:
-                    text = (
-                        text[:CARRY_CHARS]
-                        + "\n[... cut here; the full output is in the transcript]"
-                    )
-                out.append(TextBlock(f"[result of {b.name or 'tool'}]\n{text}", tasks=b.tasks))
-            elif isinstance(b, TextBlock):
-                out.append(replace(b, text=clip_text(b.text)))  # a 10 MB message is cut
-        return out
 
     def _failed(
         self, history: History, layer: str, trigger: str, tokens: int, duration: float, err: str

@@ -23,7 +23,8 @@ from team.agents.tools.input import need_str as _need_str
 from team.agents.tools.input import opt_int as _opt_int
 from team.agents.tools.input import opt_str as _opt_str
 from team.agents.tools.shell import run_command
-from team.agents.tools.task_tools import TaskTools, task_specs
+from team.agents.tools.task_specs import task_specs
+from team.agents.tools.task_tools import TaskTools
 from team.backends import post
 from team.core.errors import UserError
 from team.core.events import AuditEvent
