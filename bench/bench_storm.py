@@ -2,6 +2,10 @@
 manual-only (micro and auto off), on one-call-per-reply sessions with a large fixed
 prefix and on every session fixture, as ratios measured in the same run.
 
+live-N: one agent driven through the real `Compactor` on the simulator (its prompt
+cache, its summaries), 300 replies of one tool call each and ~200k characters of
+output (`bench_cache.long`), with a system prompt of N tokens.
+
 Each session is replayed as `team experiment --replay` replays it (calibrated to its
 recorded usage, the recorded fixed prefix billed on every call) under `manual-only`,
 `reference` and `default`:
@@ -32,10 +36,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_cache as bc
 import session_fixtures as sf
 
+from team.core.events import CompactionEvent, MemorySink
 from team.sessions.study import replay_log
 from team.study.experiment import STRATEGIES
+from team.workspace.config import CompactionConfig
 
 NAMES = ("manual-only", "reference", "default")
 PREFIXES = (21_000, 40_000, 60_000, 100_000)
@@ -47,6 +54,29 @@ def prefix_shapes(folder: Path) -> list[Path]:
         shape = sf.Shape(f"prefix-{tokens // 1000}k", 200, 200_000, 41 + i, prefix_tokens=tokens)
         out.append(sf.write(shape, folder))
     return out
+
+
+def live(threshold: int) -> None:
+    print(f"\nlive: one agent on the simulator, 300 replies of one call (threshold {threshold:,})")
+    print(f"{'system prompt':<16} {'ref auto/100  x':>15} {'def auto/100  x':>15}")
+    rounds = bc.long()
+    configs = {
+        "manual-only": CompactionConfig(micro=False, auto=False, threshold=threshold),
+        "reference": CompactionConfig(micro_policy="eager", threshold=threshold),
+        "default": CompactionConfig(threshold=threshold),
+    }
+    for tokens in PREFIXES:
+        system = "You are 'alice', a coder on team bench. " + "x" * (tokens * 4)
+        billed, autos = {}, {}
+        for name, cfg in configs.items():
+            sink = MemorySink()
+            billed[name] = bc.billed(bc.drive(rounds, cfg, system=system, sink=sink))
+            autos[name] = sum(e.layer == "auto" and e.success for e in sink.of(CompactionEvent))
+        cells = [
+            f"{100 * autos[n] / len(rounds):>6.1f} {billed[n] / billed['manual-only']:>6.2f}"
+            for n in ("reference", "default")
+        ]
+        print(f"{f'live-{tokens // 1000}k':<16} {cells[0]:>15} {cells[1]:>15}")
 
 
 def fixtures() -> list[Path]:
@@ -100,7 +130,7 @@ def table(title: str, paths: list[Path], threshold: int) -> None:
     if defaults:
         print(
             f"default x manual-only over {len(defaults)}: mean {statistics.mean(defaults):.2f}, "
-            f"max {max(defaults):.2f}"
+            f"max {max(defaults):.3f}"
         )
 
 
@@ -109,6 +139,7 @@ def main() -> None:
     parser.add_argument("--real", type=Path, help="also every session log under this folder")
     parser.add_argument("--threshold", type=int, default=50_000)
     args = parser.parse_args()
+    live(args.threshold)
     with tempfile.TemporaryDirectory() as tmp:
         table("one call per reply, a large fixed prefix", prefix_shapes(Path(tmp)), args.threshold)
     table("session fixtures", fixtures(), args.threshold)

@@ -13,13 +13,16 @@ and is raised past it once what a compaction leaves is within reach of it:
     bar = threshold                                  if base <= threshold - threshold/4
     bar = max(base + threshold/2, base / (1 - MIN_FREED))   otherwise
 
-`base` is the context a compaction leaves: the fixed prefix before the first one, after
-it the fresh context as measured (the larger of its estimate and the first call's
-recorded input, `History.floor`). So two auto compactions are always at least a
-quarter of the threshold of growth apart (`min_growth`), counted by the same estimate
-that triggers them, and half of it (`growth`) when the prefix is within reach; a
-compaction at a raised bar frees at least `MIN_FREED` of the context. A compaction that
-still frees less than that pauses auto for the agent (`Compactor`).
+`base` is the context a compaction leaves. After one it is measured: the larger of the
+new context's estimate and the first call's recorded input (`History.floor`). Before
+the first one it is predicted (`expected_base`): the fixed prefix plus the fresh
+context, as long as the summary may be (its `max_tokens`) and what comes with it
+(`FRESH_EXTRA`), but never more than half of what there is to summarise. So two auto
+compactions are always at least a quarter of the threshold of growth apart
+(`min_growth`), counted by the same estimate that triggers them, and half of it
+(`growth`) when the prefix is within reach; a compaction at a raised bar frees at
+least `MIN_FREED` of the context. A compaction that still frees less than that pauses
+auto for the agent (`Compactor`).
 
 Why a step and not `max(threshold, base + threshold/2)` throughout: on sessions whose
 prefix is well under the threshold (20-30k of 50k) compacting at the threshold is the
@@ -39,6 +42,20 @@ from team.workspace.config import TeamConfig, threshold_tokens
 
 MIN_FREED = 0.2
 """A compaction that frees less than this share of the context did not pay: auto pauses."""
+FRESH_EXTRA = 1_000
+"""Tokens of a new context besides its summary: the identity block, the transcript's
+path, what the model had not seen yet (the new context carries it, cut)."""
+
+
+def expected_base(fixed: int, compactable: int, summary_tokens: int) -> int:
+    """What a first compaction will leave: the fixed prefix and a fresh context.
+
+    Args:
+        fixed: the fixed prefix, in tokens.
+        compactable: the context beyond it now.
+        summary_tokens: the most a summary may be (the summary request's max_tokens).
+    """
+    return fixed + min(summary_tokens + FRESH_EXTRA, max(0, compactable) // 2)
 
 
 def growth(threshold: int) -> int:
@@ -78,18 +95,22 @@ class Bar:
         return max(self.base + growth(self.threshold), freed_enough)
 
 
-def reach_line(agent: str, prefix_tokens: int, threshold: int) -> str | None:
+def reach_line(
+    agent: str, prefix_tokens: int, threshold: int, summary_tokens: int = 4096
+) -> str | None:
     """One line when `agent`'s fixed prefix is within reach of its threshold, else None.
 
-    What `team check` and `team up` say before anything is spent.
+    What `team check` and `team up` say before anything is spent: the bar as it will be
+    when the context reaches the threshold.
     """
-    bar = Bar(threshold, prefix_tokens)
+    base = expected_base(prefix_tokens, threshold - prefix_tokens, summary_tokens)
+    bar = Bar(threshold, base)
     if not bar.raised:
         return None
     return (
         f"{agent}: its system prompt and tools are about {prefix_tokens:,} tokens, within "
         f"reach of the {threshold:,}-token compaction threshold; auto-compaction will wait "
-        f"until about {bar.at:,} tokens, where it frees at least {bar.at - prefix_tokens:,}"
+        f"until about {bar.at:,} tokens, where it frees at least {bar.at - base:,}"
     )
 
 

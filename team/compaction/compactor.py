@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from team.compaction.auto import MIN_FREED, Bar, threshold_for
+from team.compaction.auto import MIN_FREED, Bar, expected_base, threshold_for
 from team.compaction.cache_plan import BreakpointPlanner
 from team.compaction.fresh import new_context
 from team.compaction.history import History
@@ -114,6 +114,7 @@ class Compactor:
         # what not compacting would read on every call (see `MicroCompactor.banked`)
         self._auto_removed = 0
         self._summary_cost = 0.0  # billed input of the summary calls of this compaction
+        self.summary_tokens = summary.max_tokens
         self.summariser = Summariser(
             model,
             agent=self.agent,
@@ -199,8 +200,11 @@ class Compactor:
     def bar(self, history: History) -> Bar:
         """The auto bar now: the threshold, raised while what a compaction leaves (the
         fixed prefix; after one, the fresh context it left) is within reach of it."""
-        base = history.floor if history.segment else self.meter.fixed
-        return Bar(self.threshold, base)
+        if history.segment:
+            return Bar(self.threshold, history.floor)
+        fixed = self.meter.fixed
+        compactable = self.estimate(history) - fixed
+        return Bar(self.threshold, expected_base(fixed, compactable, self.summary_tokens))
 
     def auto_bar(self, history: History) -> int:
         return self.bar(history).at
