@@ -87,6 +87,21 @@ class Bar:
         return self.base + min_growth(self.threshold) > self.threshold
 
     @property
+    def cold_at(self) -> int:
+        """The bar when the prompt cache has expired: three quarters of the way from
+        `base` to the threshold (and a quarter of the threshold past `base`).
+
+        The next call writes the whole context again whatever happens, at the write
+        price, and the summary reads what the cache no longer holds at about that price
+        too: compacting now costs about one summary's output and a fresh context, and
+        saves rewriting the compactable part now and reading it until the bar. Only
+        while the bar is the threshold: a raised bar keeps its full growth."""
+        if self.raised:
+            return self.at
+        gap = self.threshold - self.base
+        return self.base + max(min_growth(self.threshold), gap * 3 // 4)
+
+    @property
     def at(self) -> int:
         """The context above which auto-compaction runs."""
         if not self.raised:
@@ -103,8 +118,10 @@ def reach_line(
     What `team check` and `team up` say before anything is spent: the bar as it will be
     when the context reaches the threshold.
     """
-    base = expected_base(prefix_tokens, threshold - prefix_tokens, summary_tokens)
-    bar = Bar(threshold, base)
+    bar = Bar(threshold, expected_base(prefix_tokens, threshold - prefix_tokens, summary_tokens))
+    for _ in range(3):  # the fresh context predicted at the bar, not at the threshold
+        bar = Bar(threshold, expected_base(prefix_tokens, bar.at - prefix_tokens, summary_tokens))
+    base = bar.base
     if not bar.raised:
         return None
     return (

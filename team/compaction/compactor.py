@@ -215,8 +215,14 @@ class Compactor:
             and not self.gate.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
-            and self.estimate(history) > self.auto_bar(history)
+            and self.estimate(history) > self.due_at(history)
         )
+
+    def due_at(self, history: History) -> int:
+        """The context above which auto compacts before the next call: the bar, or
+        `Bar.cold_at` when the cache has expired (the next call writes it all again)."""
+        bar = self.bar(history)
+        return bar.cold_at if self.planner.cold() else bar.at
 
     def compact(
         self,
