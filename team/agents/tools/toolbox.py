@@ -31,7 +31,7 @@ from team.core.events import AuditEvent
 from team.llm.base import ToolSpec
 from team.sandbox.bwrap import Sandbox
 from team.teamwork import Crew, Teamwork
-from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.config import AgentConfig, CompactionConfig, TeamConfig
 from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,8 @@ class Toolbox:
         self.stop = stop
         self.inboxes = crew.inboxes
         if results is None:
-            cap = config.compaction_for(agent).result_cap if agent in config.names() else 30_000
+            known = agent in config.names()
+            cap = (config.compaction_for(agent) if known else CompactionConfig()).result_cap
             results = Results(ws.results_dir(agent), cap)
         self.results = results
         if sandbox is None:
