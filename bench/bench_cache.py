@@ -92,9 +92,16 @@ def long(seed: int = 2, replies: int = 300, chars: int = 200_000) -> list[Round]
 
 
 def drive(
-    rounds: list[Round], config: CompactionConfig, cached_summary: bool = True
+    rounds: list[Round],
+    config: CompactionConfig,
+    cached_summary: bool = True,
+    system: str = SYSTEM,
+    sink: MemorySink | None = None,
 ) -> list[tuple[ModelRequest, object]]:
-    """The requests one agent sends over the rounds, and their usage (summaries included)."""
+    """The requests one agent sends over the rounds, and their usage (summaries included).
+
+    `system`: the agent's system prompt (a long one is a large fixed prefix); `sink`
+    collects the compactor's events."""
     model = SimModel()
     sent: list[tuple[ModelRequest, object]] = []
     summaries: list[object] = []
@@ -113,9 +120,10 @@ def drive(
             config,
             Recording(),
             TranscriptStore(Path(tmp)),
-            MemorySink(),
+            sink if sink is not None else MemorySink(),
             facts=AgentFacts("alice", "coder", "bench"),
-            prefix=Prefix(SYSTEM, tuple(TOOLS)),
+            # with the prefix the summary is asked on the agent's cached prefix
+            prefix=Prefix(system, tuple(TOOLS)) if cached_summary else None,
         )
         history = History(messages=[Message.user("Please work on task #1.")])
         for call, result in rounds:
@@ -125,14 +133,13 @@ def drive(
                     identity="You are 'alice'.",
                     layer="auto",
                     trigger="threshold",
-                    prefix=(SYSTEM, TOOLS) if cached_summary else None,
                 )
                 if rec is not None:
                     history.apply(rec)
             prepared = compactor.prepare(history)
             view, breakpoints = prepared.view, prepared.breakpoints
             request = ModelRequest(
-                system=SYSTEM,
+                system=system,
                 messages=view,
                 tools=TOOLS,
                 cache_breakpoints=breakpoints,

@@ -7,7 +7,8 @@ that shape, written in Claude Code's own JSONL (one line per content block, link
 importer reads them as it reads a real log and the replay calibrates on their usage:
 
 - a fixed prefix of ~21k tokens (Claude Code's system prompt and tools) and 2.6
-  characters per token, as real logs show;
+  characters per token, as real logs show; `cc-prefix-60k` carries 60k tokens of it
+  (many MCP tool schemas, a long role file), above the 50k threshold by itself;
 - Read, Bash, Grep, Edit, Write calls with heavy-tailed output sizes scaled to the
   session's total; now and then a message from the person; a few pauses longer than
   the 5-minute cache lifetime;
@@ -87,6 +88,7 @@ class Shape:
     tool_chars: int
     seed: int
     committed: bool = False
+    prefix_tokens: int = PREFIX_TOKENS
 
 
 SHAPES = (
@@ -95,6 +97,9 @@ SHAPES = (
     Shape("cc-one-tool-71", 71, 60_000, 13, committed=True),
     # 40 replies of large outputs: the policy before the bank billed 1.03x manual-only here
     Shape("cc-one-tool-40", 40, 100_000, 23, committed=True),
+    # a fixed prefix above the threshold: the compaction storm of issue 25 (every reply
+    # compacted, 1.5x the bill of never compacting) unless the bar counts the prefix
+    Shape("cc-prefix-60k", 120, 240_000, 31, committed=True, prefix_tokens=60_000),
 )
 
 
@@ -142,8 +147,9 @@ def _call(rng: random.Random, tool: str, i: int, chars: int) -> tuple[dict[str, 
 class _Log:
     """Claude Code lines, with the usage the API would have reported for each reply."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, prefix_tokens: int = PREFIX_TOKENS) -> None:
         self.session = session
+        self.prefix_tokens = prefix_tokens
         self.lines: list[dict[str, Any]] = []
         self.n = 0
         self.t = T0
@@ -179,7 +185,7 @@ class _Log:
         self.line("user", message={"role": "user", "content": content}, **extra)
 
     def reply(self, n: int, blocks: list[dict[str, Any]], output_tokens: int) -> None:
-        seen = int(PREFIX_TOKENS + self.context / CHARS_PER_TOKEN)
+        seen = int(self.prefix_tokens + self.context / CHARS_PER_TOKEN)
         cold = self.t - self.last_call > 300
         read = 0 if cold else min(self.cached, seen)
         self.last_call = self.t
@@ -210,7 +216,7 @@ class _Log:
 def session(shape: Shape) -> list[dict[str, Any]]:
     """The lines of one fixture."""
     rng = random.Random(shape.seed)
-    log = _Log(f"f1x7{shape.seed:04d}-{shape.replies:04d}-4a1e-9c3b-5e55")
+    log = _Log(f"f1x7{shape.seed:04d}-{shape.replies:04d}-4a1e-9c3b-5e55", shape.prefix_tokens)
     names = list(TOOLS)
     tools = rng.choices(names, weights=[TOOLS[t][0] for t in names], k=shape.replies - 1)
     raw = [rng.paretovariate(1.6) * TOOLS[t][1] for t in tools]

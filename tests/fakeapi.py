@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from team.llm.prices import context_window
+
 if __package__:  # imported as tests.fakeapi
     from .fakeapi_cache import PromptCache
     from .fakeapi_rules import request_problems, tokens
@@ -122,8 +124,9 @@ class FakeMessagesAPI:
             keeps its backoff (0.5 s, 1 s, 2 s, ... otherwise) short in tests.
         allow_prefill: accept requests that end on an assistant turn.
         record_path: also append every call as a JSON line here (for other processes).
-        context_window: when set, a valid request estimated above this many tokens is
-            answered 400 "prompt is too long", as the real API does past the window.
+        context_window: a valid request estimated above this many tokens is answered
+            400 "prompt is too long", as the real API does past the window; default the
+            window of the model it names (team.llm.prices).
         clock: the prompt cache's clock (monotonic seconds), so tests can expire it.
         models: the model ids `GET /v1/models` lists (dated, as the real API lists them).
     """
@@ -258,12 +261,10 @@ class FakeMessagesAPI:
         problem = next(request_problems(call.body, allow_prefill=self.allow_prefill), None)
         if problem:
             return _error(400, problem)
-        if self.context_window is not None:
-            size = prompt_tokens(call.body)
-            if size > self.context_window:
-                return _error(
-                    400, f"prompt is too long: {size} tokens > {self.context_window} maximum"
-                )
+        window = self.context_window or context_window(str(call.body.get("model", "")))
+        size = prompt_tokens(call.body)
+        if size > window:
+            return _error(400, f"prompt is too long: {size} tokens > {window} maximum")
         with self._lock:  # draw before any state changes, so a failed call changes nothing
             if self._queued:
                 injected: int | None = self._queued.pop(0)

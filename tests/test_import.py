@@ -206,7 +206,9 @@ def test_strategy_file(tmp_path):
 
 
 def test_summary_model_answers_the_replays_summaries(tmp_path):
-    log = S.claude_code_never_compacted(tmp_path / "s.jsonl", replies=6)
+    # long enough that a compaction frees a fifth of the context: its ~20k-token recorded
+    # prefix stays whatever is summarised (issue 25)
+    log = S.claude_code_never_compacted(tmp_path / "s.jsonl", replies=30)
     with FakeMessagesAPI(text_responder("REAL SUMMARY: read src/m1.py")) as api:
         env = {"ANTHROPIC_API_KEY": "sk-test-not-real", "ANTHROPIC_BASE_URL": api.url}
         r = run_team(

@@ -144,8 +144,12 @@ def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
     open_ones = [board.create(f"open task {i}").id for i in range(3)]
     box = Toolbox(Crew(ws, ws.load_config(), board), "alice")
     listed = json.loads(box.run("list_tasks", {}).content)
-    ids = [t["id"] for t in listed]
+    ids = [t["id"] for t in listed if "id" in t]
     assert set(open_ones) <= set(ids)
-    assert sorted(i for i in ids if i not in open_ones) == list(range(41, 61))  # newest 20
+    assert sorted(i for i in ids if i not in open_ones) == list(range(51, 61))  # newest 10
+    assert "list_tasks{finished: 50}" in listed[-1]["note"]  # and how to see more
+    more = json.loads(box.run("list_tasks", {"finished": 50}).content)
+    more_ids = [t["id"] for t in more if "id" in t]
+    assert sorted(i for i in more_ids if i not in open_ones) == list(range(11, 61))
     cli = json.loads(run_team("tasks", "--json", "--dir", str(ws.root)).stdout)
     assert len(cli) == 63  # the person still sees the whole board

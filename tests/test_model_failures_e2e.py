@@ -185,7 +185,7 @@ def test_a_repeated_transient_error_is_one_warning_and_a_status_that_counts(tmp_
 
 
 def test_a_prompt_too_long_is_compacted_and_the_work_goes_on(tmp_path):
-    ws = make_workspace(tmp_path / "ws", MODEL, threshold=1_000_000)  # auto never fires
+    ws = make_workspace(tmp_path / "ws", MODEL, threshold=200_000)  # the window: auto never fires
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     with FakeMessagesAPI(lambda body: sim_responder.respond(body, ws), context_window=3000) as api:
         proc = up(ws, api, "--until-idle", "--idle-grace", IDLE_GRACE)
@@ -264,7 +264,7 @@ def test_a_refusal_is_recorded_and_reported_to_the_user(tmp_path):
 
 
 def test_a_damaged_session_log_is_repaired_once_and_the_task_gets_done(tmp_path):
-    ws = make_workspace(tmp_path / "ws", "sim", threshold=1_000_000)
+    ws = make_workspace(tmp_path / "ws", "sim", threshold=200_000)
     assign(ws, "alice", "Review src/inventory.py and list its functions")
     r = run_team(
         "up", "--until-idle", "--idle-grace", IDLE_GRACE, "--dir", str(ws.root), timeout=120

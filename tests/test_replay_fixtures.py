@@ -8,6 +8,7 @@ calibrated on the log's own usage: a deterministic computation, not a timing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import subprocess
@@ -17,7 +18,8 @@ import pytest
 from conftest import ROOT, run_team
 
 FIXTURES = ROOT / "bench" / "fixtures"
-COMMITTED = ["cc-one-tool-40", "cc-one-tool-71"]
+REPLIES = {"cc-one-tool-40": 40, "cc-one-tool-71": 71, "cc-prefix-60k": 120}
+COMMITTED = list(REPLIES)
 
 
 def test_the_committed_fixtures_are_what_the_generator_writes(tmp_path):
@@ -42,7 +44,7 @@ def test_replayed_through_the_cli_default_never_bills_more_than_manual_only(name
     got = json.loads(r.stdout)
     rows = {o["strategy"]: o for o in got["outcomes"]}
     assert {"manual-only", "reference", "default"} <= rows.keys()
-    replies = int(name.rsplit("-", 1)[1])
+    replies = REPLIES[name]
     assert got["import"]["kept"]["replies"] == replies
     assert got["format"] == "claude-code"
     # the same recorded work under every strategy: tool results come from the log
@@ -66,3 +68,29 @@ def test_a_pause_in_the_recording_finds_the_cache_cold_and_micro_clears_for_free
     finally:
         conn.close()
     assert clears and clears[0][0] == 0
+
+
+def test_a_60k_prefix_on_a_50k_threshold_compacts_once_per_25k_of_growth(tmp_path):
+    # issue 25: a fixed prefix above the threshold made every reply a compaction (a
+    # summary and a fresh context each time, for a context that stayed the same size)
+    path = FIXTURES / "cc-prefix-60k.jsonl"
+    r = run_team("experiment", "--replay", str(path), "--keep", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["calibration"]["main"]["prefix_tokens"] > 55_000
+    rows = {o["strategy"]: o for o in got["outcomes"]}
+    assert rows["default"]["billed_input"] <= rows["manual-only"]["billed_input"]
+    conn = sqlite3.connect(tmp_path / "default" / ".team" / "events.db")
+    try:
+        autos = conn.execute(
+            "SELECT tokens_before, tokens_after FROM compactions "
+            "WHERE layer = 'auto' AND success ORDER BY ts, id"
+        ).fetchall()
+    finally:
+        conn.close()
+    prefix = got["calibration"]["main"]["prefix_tokens"]
+    grown = rows["manual-only"]["peak_context"] - prefix  # the compactable part, at most
+    assert 1 <= len(autos) <= grown // 25_000
+    for (_, after), (before, _) in itertools.pairwise(autos):
+        assert before - after >= 25_000  # the set growth between two, every time
+    assert all(before >= 50_000 for before, _ in autos)

@@ -26,7 +26,7 @@ REFERENCE = {
     "send_message": ({"to", "content", "msg_type"}, {"to", "content"}),
     "broadcast": ({"content"}, {"content"}),
     "read_inbox": (set(), set()),
-    "list_tasks": (set(), set()),
+    "list_tasks": ({"finished"}, set()),  # optional: the reference call still works
     "claim_task": ({"task_id"}, {"task_id"}),
     "complete_task": ({"task_id", "result"}, {"task_id"}),
     "idle": (set(), set()),
@@ -34,6 +34,8 @@ REFERENCE = {
 BOARD_TOOLS = {
     "create_task": ({"subject", "description", "owner", "blocked_by"}, {"subject"}),
     "update_task": ({"task_id", "status", "result", "owner", "blocked_by"}, {"task_id"}),
+    "get_task": ({"task_id"}, {"task_id"}),
+    "read_result": ({"id", "offset", "limit"}, {"id"}),
 }
 
 
@@ -448,7 +450,6 @@ def test_task_tools(ws: Workspace, box: Toolbox) -> None:
     board.create("open job")
     board.create("bob's job", owner="bob")
     listed = json.loads(ok(box.run("list_tasks", {})))
-    assert listed == [t.model_dump() for t in board.list()]
     assert [(t["id"], t["subject"], t["status"], t["owner"]) for t in listed] == [
         (1, "open job", "pending", None),
         (2, "bob's job", "pending", "bob"),

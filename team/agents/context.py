@@ -2,16 +2,18 @@
 
 The session log is the truth (one writer, append then fold); the history is its fold;
 the compactor decides what of it is sent (micro), and when a segment ends (auto, manual).
-The loop changes the conversation only through `record` and `compact`.
+The loop changes the conversation only through `record` and `compact`, and `record`
+passes every user turn through `Results`, so nothing larger than the cap enters it.
 """
 
 from __future__ import annotations
 
 from team.agents.session.log import SessionLog
 from team.agents.session.repair import load_repaired
+from team.agents.session.results import Results
 from team.compaction.compactor import Compactor, Prepared
 from team.compaction.history import History
-from team.compaction.records import Record
+from team.compaction.records import Record, UserTurn
 from team.core.conversation import Message
 from team.llm.base import AgentFacts, ModelRequest, Usage
 
@@ -19,9 +21,10 @@ from team.llm.base import AgentFacts, ModelRequest, Usage
 class Context:
     """One agent's conversation, for its own thread only."""
 
-    def __init__(self, session: SessionLog, compactor: Compactor) -> None:
+    def __init__(self, session: SessionLog, compactor: Compactor, results: Results) -> None:
         self.session = session
         self.compactor = compactor
+        self.results = results
         self.history = History()
 
     @property
@@ -47,7 +50,15 @@ class Context:
         return repaired
 
     def record(self, rec: Record) -> None:
-        """The one way the conversation changes: append to the log (fsync), then fold."""
+        """The one way the conversation changes: append to the log (fsync), then fold.
+
+        A block over the cap is kept whole in the results folder first, and the record
+        holds its head, its tail and where the whole is.
+        """
+        if isinstance(rec, UserTurn):
+            blocks = self.results.blocks(rec.blocks)
+            if blocks is not rec.blocks:
+                rec = UserTurn(blocks, rec.inbox)
         self.session.append(rec)
         self.history.apply(rec)
 
@@ -64,6 +75,11 @@ class Context:
     def due(self) -> bool:
         """Whether auto-compaction should run before the next call."""
         return self.compactor.should_auto(self.history)
+
+    def auto_paused(self) -> str | None:
+        """Why auto-compaction is paused for this agent (None: it is not)."""
+        gate = self.compactor.gate
+        return (gate.reason or "paused") if gate.paused else None
 
     def compact(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from team.agents.session.log import SessionLog
+from team.agents.session.results import Results
 from team.compaction.records import Note
 from team.core.events import DeliveryEvent, EventSink
 from team.mailbox.base import Claim, Inboxes
@@ -28,8 +29,12 @@ class Intake:
         session: SessionLog,
         sink: EventSink,
         started_at: float,
+        results: Results | None = None,
     ) -> None:
+        """`results`: where a message too long for the context is kept whole (the
+        conversation gets a preview); None: messages are taken in as they are."""
         self.agent = agent
+        self.results = results
         self.inboxes = inboxes
         self.mailbox = inboxes.mailbox(agent)
         self.session = session
@@ -61,7 +66,7 @@ class Intake:
                     self.shutdown = claimed
                 continue
             self._claimed.append(claimed)
-            fresh.append(msg)
+            fresh.append(self.results.message(msg) if self.results else msg)
             self.sink.emit(
                 DeliveryEvent(
                     agent=self.agent,

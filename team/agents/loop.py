@@ -171,6 +171,7 @@ class Agent:
         self._tell_untold_tasks()
         self.status.compactions = self.context.segment
         self.status.context_tokens = self.context.estimate()
+        self.status.auto_paused = self.context.auto_paused()
 
     def _tell_untold_tasks(self) -> None:
         """Tasks we own that neither our conversation nor our inbox mentions.
@@ -378,6 +379,7 @@ class Agent:
         done = self.context.compact(
             identity=identity_block(facts), layer=layer, trigger=trigger, focus=focus, facts=facts
         )
+        self.status.auto_paused = self.context.auto_paused()
         if not done:
             if layer == "manual":
                 self._add_user([TextBlock(nudges.COMPACT_FAILED)])

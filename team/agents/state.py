@@ -43,6 +43,8 @@ class AgentState:
     retry_at: float | None = None
     current: str | None = None
     """The tool running now, with the gist of its input."""
+    auto_paused: str | None = None
+    """Why auto-compaction is paused for this agent, while it is."""
 
     def snapshot(self, now: float | None = None) -> dict:
         """The status as `team status` shows it: a wait says its reason and time left."""

@@ -87,6 +87,13 @@ def check(online: bool, dir: Path) -> None:
     click.echo(f"team {cfg.team.name!r}, model {cfg.team.model}, {n} agent{'s' if n != 1 else ''}:")
     for a in cfg.agents:
         click.echo(f"  {a.name} ({a.role})")
+    from team.agents.build import reach_lines
+    from team.compaction.auto import window_problem
+
+    if problem := window_problem(cfg):
+        raise UserError(problem)
+    for line in reach_lines(cfg):  # a prefix the threshold cannot compact away
+        click.echo(line)
     for line in sandbox.summary(ws, cfg, sandbox.detect()):
         click.echo(line)
     if cfg.mcp_servers:  # starts each server once, to list its tools

@@ -15,6 +15,7 @@ from team.cli.base import (
     command,
     dir_option,
     file_option,
+    full_option,
     group,
     json_option,
     subcommand,
@@ -150,15 +151,20 @@ def task() -> None:
 
 @subcommand(task, "show")
 @task_id_argument
+@full_option
 @json_option
 @dir_option
-def show(task_id: int, json_out: bool, dir: Path) -> None:
-    """Everything about one task."""
+def show(task_id: int, full: bool, json_out: bool, dir: Path) -> None:
+    """Everything about one task; a long description is cut unless --full."""
     ws = workspace(dir)
     task = team_board(ws, ws.load_config()).get(task_id)
     if json_out:
         click.echo(task.model_dump_json(indent=2))
         return
+
+    def cut(text: str) -> str:
+        return text if full else _cut(text, task.id)
+
     rows = [
         ("task", f"#{task.id} {task.subject}"),
         ("status", task.status),
@@ -166,15 +172,28 @@ def show(task_id: int, json_out: bool, dir: Path) -> None:
         ("blocked by", _ids(task.blocked_by) or "-"),
         ("created", f"{_when(task.created_at)} by {task.created_by}"),
         ("completed", _when(task.completed_at) if task.completed_at else "-"),
-        ("result", task.result or "-"),
+        ("result", cut(task.result or "-")),
     ]
     if task.plan_state:
-        rows.append(("plan", f"{task.plan_state}: {task.plan}"))
+        rows.append(("plan", cut(f"{task.plan_state}: {task.plan}")))
         if task.plan_feedback:
-            rows.append(("feedback", task.plan_feedback))
+            rows.append(("feedback", cut(task.plan_feedback)))
     if task.description:
-        rows.append(("description", task.description))
+        rows.append(("description", cut(task.description)))
     click.echo("\n".join(f"{k + ':':<12} {v}" for k, v in rows))
+
+
+SHOWN_CHARS, SHOWN_LINES = 2000, 40
+"""Of a long text, what `team task show` prints without --full: a screen, not 2 MB."""
+
+
+def _cut(text: str, task_id: int) -> str:
+    lines = text.splitlines()
+    head = "\n".join(lines[:SHOWN_LINES])[:SHOWN_CHARS]
+    if len(head) >= len(text.rstrip()):
+        return text
+    rest = len(text) - len(head)
+    return f"{head}\n[... {rest:,} more characters: team task show {task_id} --full]"
 
 
 @subcommand(task, "cancel")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
+from team.compaction.auto import MIN_FREED, Bar, expected_base, threshold_for
 from team.compaction.cache_plan import BreakpointPlanner
-from team.compaction.clip import clip_text
+from team.compaction.fresh import new_context
 from team.compaction.history import History
 from team.compaction.micro import CallCost, MicroCompactor
 from team.compaction.records import Compaction
@@ -23,7 +23,7 @@ from team.compaction.retention import retention
 from team.compaction.summary import Summariser, SummaryFailed
 from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
-from team.core.conversation import Message, TaskNote, TextBlock, ToolResultBlock, render_block
+from team.core.conversation import Message, ToolResultBlock, render_block
 from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
 from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, Prefix, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
@@ -32,12 +32,12 @@ from team.workspace.config import CompactionConfig
 log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
-CARRY_CHARS = 4000  # unseen tool output carried into the new context, per result
 
 
 @dataclass
 class AutoGate:
-    """Failed auto compactions in a row, and whether auto is paused because of them.
+    """Failed auto compactions in a row, and whether auto is paused, and why: after
+    `MAX_FAILURES` failed summaries, or after a compaction that freed too little.
 
     Outlives the agent's thread: a restarted thread keeps a failing summariser paused
     (a restarted process tries again).
@@ -45,6 +45,7 @@ class AutoGate:
 
     failures: int = 0
     paused: bool = False
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class Compactor:
         prefix: the agent's system prompt and tools: counted into the estimate, and
             the cached prefix a summary request reuses. None: summaries are asked from
             the stored text alone (tests, tools that compact a bare history).
+        prefix_tokens: the fixed prefix's size in tokens when it is known better than
+            its characters say (a replay, where the recorded agent's prefix is billed).
         gate: the auto layer's failure count and pause, when it must outlive this object.
         clock: when the prompt cache expires (replay passes the recorded times).
     """
@@ -86,6 +89,7 @@ class Compactor:
         *,
         facts: AgentFacts,
         prefix: Prefix | None = None,
+        prefix_tokens: int | None = None,
         gate: AutoGate | None = None,
         clock: Callable[[], float] = time.monotonic,
         summary: SummaryLimits = SummaryLimits(),
@@ -96,10 +100,12 @@ class Compactor:
         self.sink = sink
         self.teammates = [n for n, _ in facts.teammates]
         self.prefix = prefix
-        self.overhead_chars = prefix.chars() if prefix else 0
         self.facts = facts
+        self.threshold = threshold_for(config.threshold, model.name)
         self.micro = MicroCompactor(config)
-        self.meter = TokenMeter()
+        self.meter = TokenMeter(
+            prefix_chars=prefix.chars() if prefix else 0, prefix_tokens=prefix_tokens
+        )
         self.planner = BreakpointPlanner(config.cache_ttl, clock)
         self._segment_calls = 0
         self._growth = 0.0  # smoothed context growth per call in this segment
@@ -108,6 +114,7 @@ class Compactor:
         # what not compacting would read on every call (see `MicroCompactor.banked`)
         self._auto_removed = 0
         self._summary_cost = 0.0  # billed input of the summary calls of this compaction
+        self.summary_tokens = summary.max_tokens
         self.summariser = Summariser(
             model,
             agent=self.agent,
@@ -173,10 +180,7 @@ class Compactor:
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
         """An agent call was answered: calibrate the token ratio, remember what is cached."""
-        chars = self.overhead_chars + sum(m.chars() for m in request.messages)
-        self.meter.observe(
-            chars, usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        )
+        self.meter.observe(sum(m.chars() for m in request.messages), usage.input_total)
         self.planner.sent_request(request.messages)
         self._segment_calls += 1
 
@@ -191,12 +195,19 @@ class Compactor:
     # -- layers 2 and 3 ------------------------------------------------------------------
 
     def estimate(self, history: History) -> int:
-        return estimate(history, self.overhead_chars, self.meter)
+        return estimate(history, self.meter)
+
+    def bar(self, history: History) -> Bar:
+        """The auto bar now: the threshold, raised while what a compaction leaves (the
+        fixed prefix; after one, the fresh context it left) is within reach of it."""
+        if history.segment:
+            return Bar(self.threshold, history.floor)
+        fixed = self.meter.fixed
+        compactable = self.estimate(history) - fixed
+        return Bar(self.threshold, expected_base(fixed, compactable, self.summary_tokens))
 
     def auto_bar(self, history: History) -> int:
-        # After a compaction the context must grow again before the next one: when the
-        # fresh context alone is near the threshold, every call would pay for a summary.
-        return max(self.config.threshold, history.floor + self.config.threshold // 2)
+        return self.bar(history).at
 
     def should_auto(self, history: History) -> bool:
         return (
@@ -204,8 +215,14 @@ class Compactor:
             and not self.gate.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
-            and self.estimate(history) > self.auto_bar(history)
+            and self.estimate(history) > self.due_at(history)
         )
+
+    def due_at(self, history: History) -> int:
+        """The context above which auto compacts before the next call: the bar, or
+        `Bar.cold_at` when the cache has expired (the next call writes it all again)."""
+        bar = self.bar(history)
+        return bar.cold_at if self.planner.cold() else bar.at
 
     def compact(
         self,
@@ -244,7 +261,7 @@ class Compactor:
             self._failed(history, layer, trigger, tokens_before, time.monotonic() - start, err)
             return None
         shown = self.transcripts.shown(path)
-        first = self._new_context(identity, summary, shown, layer, history, facts)
+        first = new_context(identity, summary, shown, layer, history, facts or self.facts)
         tokens_after = self.estimate(History(messages=[first]))
         rec = Compaction(
             layer=layer,
@@ -259,19 +276,29 @@ class Compactor:
         self._bank(layer, tokens_before, tokens_after)
         self.new_segment()
         self.gate.failures = 0
-        if tokens_after > self.config.threshold:
-            log.warning(
-                "%s: a fresh context is already %d tokens, above the threshold %d; "
-                "auto-compaction waits until it grows by half the threshold",
-                self.agent,
-                tokens_after,
-                self.config.threshold,
-            )
-        if layer == "manual" and self.gate.paused:
-            self.gate.paused = False
-            self.sink.emit(AgentEvent(self.agent, "auto_resumed", "after a manual compaction"))
         self._succeeded(rec, history, time.monotonic() - start)
+        self._judge(layer, trigger, tokens_before, tokens_after)
         return rec
+
+    def _judge(self, layer: str, trigger: str, before: int, after: int) -> None:
+        """Pause auto after a threshold compaction that freed too little: it would only
+        be bought again a few calls later. A manual one resumes it, as does any that
+        frees enough (a prompt too long for the window compacts whatever the gate)."""
+        freed = max(0, before - after)
+        enough = freed >= MIN_FREED * before
+        if layer == "auto" and trigger == "threshold" and not enough and not self.gate.paused:
+            self.gate.paused = True
+            self.gate.reason = (
+                f"a compaction freed only {freed:,} of {before:,} tokens "
+                f"({100 * freed / max(1, before):.0f}%); the manual compact tool and a "
+                "prompt too long for the window still compact"
+            )
+            self.sink.emit(AgentEvent(self.agent, "auto_paused", self.gate.reason))
+        elif self.gate.paused and (layer == "manual" or enough):
+            self.gate.paused = False
+            self.gate.reason = ""
+            why = "after a manual compaction" if layer == "manual" else "a compaction freed enough"
+            self.sink.emit(AgentEvent(self.agent, "auto_resumed", why))
 
     def _bank(self, layer: str, tokens_before: int, tokens_after: int) -> None:
         """Account a compaction in what this agent has saved over never compacting.
@@ -346,64 +373,6 @@ class Compactor:
             )
         )
 
-    def _new_context(
-        self,
-        identity: str,
-        summary: str,
-        transcript: Path,
-        layer: str,
-        history: History,
-        facts: AgentFacts | None,
-    ) -> Message:
-        """Identity, summary and transcript path in one block (which names the open
-        tasks as data too), then what the model has not seen yet, then "continue"."""
-        head = "\n\n".join(
-            [
-                identity,
-                f"Your conversation was compacted ({layer}, segment {history.segment + 1}). "
-                f"Summary of everything before this point:\n\n{summary}",
-                f"The full transcript is in {transcript} (read_file it if you need details).",
-            ]
-        )
-        facts = facts or self.facts
-        mine = tuple(TaskNote(t, "open", s) for t, s in facts.tasks) if facts else ()
-        blocks: list[TextBlock] = [TextBlock(head, tasks=mine)]
-        carried = self._unseen(history)
-        if carried:
-            blocks.append(TextBlock("New since your last turn (not yet answered):"))
-            blocks += carried
-        blocks.append(TextBlock("Continue your work from here."))
-        return Message("user", tuple(blocks))
-
-    @staticmethod
-    def _unseen(history: History) -> list[TextBlock]:
-        """Content after the last assistant turn: the model has not seen it yet.
-
-        Text (inbox messages, reminders) is carried in full, with its data: it is
-        instructions. Tool results, `read_inbox` included, are carried up to
-        `CARRY_CHARS` each, with a pointer to the transcript for the rest.
-        """
-        if not history.messages or history.messages[-1].role != "user":
-            return []
-        if len(history.messages) == 1:  # the segment is only this message: nothing to add
-            return []
-        out: list[TextBlock] = []
-        for b in history.messages[-1].content:
-            if isinstance(b, ToolResultBlock) and b.mail:  # read_inbox: the messages
-                out += [TextBlock.of_mail(m) for m in b.mail]
-            elif isinstance(b, ToolResultBlock):
-                text = b.content
-                if len(text) > CARRY_CHARS:
-                    text = (
-                        text[:CARRY_CHARS]
-                        + "\n[... cut here; the full output is in the transcript]"
-                    )
-                text += "".join(f"\n{i.describe()}" for i in b.images)  # in the transcript
-                out.append(TextBlock(f"[result of {b.name or 'tool'}]\n{text}", tasks=b.tasks))
-            elif isinstance(b, TextBlock):
-                out.append(replace(b, text=clip_text(b.text)))  # a 10 MB message is cut
-        return out
-
     def _failed(
         self, history: History, layer: str, trigger: str, tokens: int, duration: float, err: str
     ) -> None:
@@ -425,6 +394,7 @@ class Compactor:
         )
         if layer == "auto" and self.gate.failures >= MAX_FAILURES and not self.gate.paused:
             self.gate.paused = True
+            self.gate.reason = f"{self.gate.failures} failed summaries in a row ({err})"
             log.warning(
                 "%s: auto-compaction paused after %d failed summaries in a row (%s); "
                 "it resumes after a manual compact or a restart",

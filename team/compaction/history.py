@@ -16,8 +16,10 @@ class History:
     The stored messages always hold full text; micro-compaction only changes the view
     sent to the model. `usage_tokens` is the context size the last response reported,
     and `usage_index` how many messages that covered, so the estimate only has to count
-    what was appended since. `floor` is the estimated size of the segment's fresh
-    context (0 before the first compaction).
+    what was appended since. `floor` is the size of the context a compaction left (0
+    before the first one): its estimate, raised to the first call's recorded input once
+    there is one, so a fixed prefix the estimate did not see is counted too. The next
+    auto compaction waits for the context to grow past it (`team.compaction.auto`).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -25,6 +27,8 @@ class History:
     usage_index: int = 0
     segment: int = 0
     floor: int = 0
+    measured: bool = False
+    """The segment's first call has been answered (and `floor` raised to its input)."""
 
     @classmethod
     def of(cls, records) -> History:
@@ -47,6 +51,7 @@ class History:
             self.usage_index = 0
             self.segment += 1
             self.floor = rec.tokens_after
+            self.measured = False
         elif not isinstance(rec, Note):
             raise TypeError(f"not a record: {rec!r}")
 
@@ -57,6 +62,9 @@ class History:
         self.messages.append(message)
         self.usage_tokens = usage.context_tokens
         self.usage_index = len(self.messages)
+        if self.segment and not self.measured:
+            self.measured = True
+            self.floor = max(self.floor, usage.input_total)
 
     def last_assistant_index(self) -> int:
         for i in range(len(self.messages) - 1, -1, -1):

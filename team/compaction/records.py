@@ -61,8 +61,9 @@ class AssistantTurn:
 class Compaction:
     """A new segment begins with `first` (identity block, summary, transcript path).
 
-    The figures describe what happened; the fold uses `tokens_after` as the floor the
-    context must grow past before the next auto compaction.
+    The figures describe what happened; the fold uses `tokens_after` (raised to the
+    segment's first recorded input) as the floor the context must grow past before the
+    next auto compaction (`team.compaction.auto`).
     """
 
     layer: str  # "auto" or "manual"

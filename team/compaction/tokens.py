@@ -5,6 +5,12 @@ A fixed 4 characters a token is wrong for real sessions (Claude Code logs show 2
 code, JSON and paths tokenise densely), so a 50,000-token threshold counted at chars/4
 fires at 70-100k real tokens. `TokenMeter` learns the ratio from each call: the
 characters the request carried over the input tokens the API counted for it.
+
+The fixed prefix (system prompt and tools) is counted in its own right: from its
+characters at that ratio, or, when its size in tokens is known (a replay of another
+agent's log, whose recorded prefix stands in for ours), as that many tokens, and then
+the ratio is learnt from the conversation alone. It is what no compaction can remove
+(`team.compaction.auto`).
 """
 
 from __future__ import annotations
@@ -21,22 +27,44 @@ class TokenMeter:
 
     Args:
         chars_per_token: the ratio until the first observation.
+        prefix_chars: characters of the fixed prefix (system prompt and tools).
+        prefix_tokens: its size in tokens when known; then it is not converted.
     """
 
-    def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+    def __init__(
+        self,
+        chars_per_token: float = CHARS_PER_TOKEN,
+        *,
+        prefix_chars: int = 0,
+        prefix_tokens: int | None = None,
+    ) -> None:
         self.ratio = float(chars_per_token)
         self.observed = 0
+        self.prefix_chars = prefix_chars
+        self.prefix_tokens = prefix_tokens
 
     def tokens(self, chars: int) -> int:
         """Estimated tokens of `chars` characters of prompt."""
         return int(chars / self.ratio + 0.999)
 
+    @property
+    def fixed(self) -> int:
+        """Tokens of the fixed prefix every request carries."""
+        if self.prefix_tokens is not None:
+            return self.prefix_tokens
+        return self.tokens(self.prefix_chars)
+
     def observe(self, chars: int, input_tokens: int) -> None:
-        """Learn from one call: `chars` of request that the API counted as `input_tokens`.
+        """Learn from one call: `chars` of conversation (the messages sent) that the API
+        counted, with the fixed prefix, as `input_tokens`.
 
         The latest call weighs most (it covers the whole current context), smoothed so
         that one odd request does not swing the threshold.
         """
+        if self.prefix_tokens is not None:
+            input_tokens -= self.prefix_tokens
+        else:
+            chars += self.prefix_chars
         if input_tokens < MIN_OBSERVED_TOKENS or chars <= 0:
             return
         ratio = min(MAX_RATIO, max(MIN_RATIO, chars / input_tokens))
@@ -44,16 +72,17 @@ class TokenMeter:
         self.observed += 1
 
 
-def estimate(history: History, overhead_chars: int = 0, meter: TokenMeter | None = None) -> int:
+def estimate(history: History, meter: TokenMeter | None = None) -> int:
     """Estimated context tokens of the next call (see docs/design.md, compaction).
 
     Before the first response of a segment there is no real usage to anchor on, so the
-    whole segment (plus the system prompt and tools, `overhead_chars`) is converted at
-    the agent's ratio. After it, the API's own count is exact for everything up to the
-    response, and only what was appended since is estimated.
+    segment is converted at the agent's ratio, plus the fixed prefix (`meter.fixed`).
+    After it, the API's own count is exact for everything up to the response, and only
+    what was appended since is estimated.
     """
     convert = meter.tokens if meter else chars_to_tokens
     if history.usage_tokens is None:
-        return convert(overhead_chars + sum(m.chars() for m in history.messages))
+        chars = sum(m.chars() for m in history.messages)
+        return (meter.fixed if meter else 0) + convert(chars)
     tail = history.messages[history.usage_index :]
     return history.usage_tokens + convert(sum(m.chars() for m in tail))

@@ -19,11 +19,12 @@ from team.llm.base import (
     ModelError,
     ModelRequest,
     ModelResponse,
+    PromptTooLong,
     Usage,
     cache_block,
     chars_to_tokens,
 )
-from team.llm.prices import TTL_SECONDS
+from team.llm.prices import SIM_MODEL, TTL_SECONDS, context_window
 from team.llm.sim_cache import MIN_TOKENS, Piece, PromptCache
 from team.llm.sim_policy import decide
 from team.llm.sim_summary import summarise
@@ -43,6 +44,9 @@ class SimModel:
             compact) between otherwise identical runs.
         clock: the prompt cache's clock (monotonic seconds); injectable for tests.
         min_cache_tokens: the shortest prefix the simulated cache stores.
+        window: the context window, in tokens: a request whose input does not fit is
+            refused as the API refuses it (`PromptTooLong`); default the window of the
+            model the simulator plays.
     """
 
     name = "sim"
@@ -54,8 +58,10 @@ class SimModel:
         seed: int = 0,
         clock: Callable[[], float] = time.monotonic,
         min_cache_tokens: int = MIN_TOKENS,
+        window: int | None = None,
     ) -> None:
         self.latency = latency
+        self.window = window or context_window(SIM_MODEL)
         self.seed = seed
         self._clock = clock
         self._min_cache_tokens = min_cache_tokens
@@ -75,6 +81,7 @@ class SimModel:
         """Answer one request: a summary, or the agent's next step.
 
         Raises:
+            PromptTooLong: the request does not fit the context window.
             ModelError: the request is one the Messages API would reject (invalid
                 conversation, more than 4 cache breakpoints).
         """
@@ -82,6 +89,7 @@ class SimModel:
             validate(request.messages)
         except InvalidConversation as e:
             raise ModelError(f"invalid request (the API would answer 400): {e}") from e
+        pieces = self._pieces(request)
         if request.purpose == "summary":
             text = summarise(
                 request.messages,
@@ -94,7 +102,7 @@ class SimModel:
         else:
             content = self._turn(request)
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
-        usage = self._usage(request, content)
+        usage = self._usage(request, content, pieces)
         if self.latency > 0:
             time.sleep(self.latency)  # bounded by construction: the latency asked for
         return ModelResponse(content, stop, usage)
@@ -108,9 +116,28 @@ class SimModel:
         ]
         return (TextBlock(reply.text), *uses)
 
-    def _usage(self, request: ModelRequest, content: tuple[Block, ...]) -> Usage:
+    def _pieces(self, request: ModelRequest) -> tuple[list[Piece], list[int]]:
+        """The request as the cache sees it, refused as the API would refuse it."""
         try:
             pieces, marks = cache_pieces(request)
+        except ValueError as e:
+            raise ModelError(f"invalid request (the API would answer 400): {e}") from e
+        size = sum(p.tokens for p in pieces)
+        if size > self.window:
+            raise PromptTooLong(  # the API's words; nothing is charged or cached
+                f"prompt is too long: {size} tokens > {self.window} maximum",
+                reason="prompt too long",
+            )
+        return pieces, marks
+
+    def _usage(
+        self,
+        request: ModelRequest,
+        content: tuple[Block, ...],
+        cached: tuple[list[Piece], list[int]],
+    ) -> Usage:
+        pieces, marks = cached
+        try:
             charge = self.cache(request.agent).charge(
                 pieces, marks, ttl=TTL_SECONDS[request.cache_ttl]
             )

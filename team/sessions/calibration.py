@@ -234,6 +234,12 @@ class CalibratedReplay:
 
         return now
 
+    def fixed_prefix(self, agent: str) -> int | None:
+        """The recorded agent's fixed prefix, which this model bills instead of ours: the
+        compactor counts it as what no compaction removes (team.study.replay)."""
+        cal = self._cal.get(agent)
+        return cal.prefix_tokens if cal is not None else None
+
     def _cache(self, agent: str) -> PromptCache:
         if agent not in self._caches:
             ttl = self._cal[agent].cache_ttl if agent in self._cal else "5m"

@@ -166,7 +166,11 @@ def replay_log(
             )
             with run_folder(keep, strat.name) as root:
                 out = replay_strategy(
-                    recording, strat.name, strat.compaction(threshold), root, model=model
+                    recording,
+                    strat.name,
+                    _with_ttl(strat.compaction(threshold), cal),
+                    root,
+                    model=model,
                 )
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
@@ -189,6 +193,19 @@ def replay_log(
     )
     exp = Experiment(line, threshold, outcomes)
     return LogExperiment(exp, recorded(session), cal, totals, session, strategies)
+
+
+def _with_ttl(compaction: dict[str, Any], cal: dict[str, AgentCalibration]) -> dict[str, Any]:
+    """The strategy's settings with the recorded cache lifetime, unless it sets its own.
+
+    The replay's cache lives as long as the recording's did (`CalibratedReplay`); a
+    compactor told "5m" against a cache kept an hour takes a 6-minute pause for a cold
+    cache, and buys a clear it thinks free with a rewrite the cache then charges.
+    """
+    ttls = {c.cache_ttl for c in cal.values()}
+    if "cache_ttl" in compaction or len(ttls) != 1:
+        return compaction
+    return {**compaction, "cache_ttl": ttls.pop()}
 
 
 def recorded_outcome(result: LogExperiment) -> Outcome | None:

@@ -146,6 +146,11 @@ class ReplayModel(SimModel):
         replay runs on real time (a warm cache throughout)."""
         return None
 
+    def fixed_prefix(self, agent: str) -> int | None:
+        """Tokens this model bills for the agent's system prompt and tools, when they are
+        not the ones its characters say; None: this model bills the prefix sent."""
+        return None
+
     def _turn(self, request: ModelRequest) -> tuple[Block, ...]:
         with self._turn_lock:
             queue = self._turns.get(request.agent)
@@ -248,6 +253,7 @@ def replay_agent(
         toolbox=_NoTools(),
         waker=PollingWaker(parts.stop),
         clock=model.clock(name),
+        prefix_tokens=model.fixed_prefix(name),
     )
     steps = 0
     compact_focus: dict[str, str | None] = {}  # tool_use id of a pending `compact` -> focus

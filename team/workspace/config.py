@@ -36,8 +36,10 @@ class CompactionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    threshold: int = Field(50_000, gt=0)
-    """Estimated context tokens above which auto-compaction runs before the next call."""
+    threshold: int | str = 50_000
+    """Estimated context tokens above which auto-compaction runs before the next call,
+    or a share of the model's context window ("80%"). Raised while the fixed prefix is
+    within reach of it (docs/design.md, "Compaction")."""
     keep_recent: int = Field(3, ge=0)
     """Newest tool results that micro-compaction leaves alone."""
     preserve_tools: list[str] = Field(default_factory=lambda: ["read_file"])
@@ -55,6 +57,37 @@ class CompactionConfig(BaseModel):
     """Turn the micro layer off (for experiments)."""
     auto: bool = True
     """Turn the auto layer off (for experiments)."""
+    result_cap: int = Field(30_000, ge=1_000)
+    """Characters of one tool result, message or note the model is shown: a longer one
+    is kept whole in the agent's results folder, and the model gets its head, its tail
+    and how to read the rest (`read_result`)."""
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold_tokens_or_share(cls, v: Any) -> int | str:
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v.strip())
+        if isinstance(v, bool) or not isinstance(v, int | str):
+            raise ValueError(f'must be a number of tokens or a share like "80%", got {v!r}')
+        if isinstance(v, int):
+            if v <= 0:
+                raise ValueError(f"must be a positive number of tokens, got {v}")
+            return v
+        share = _SHARE.match(v)
+        if not share or not 0 < float(share[1]) <= 100:
+            raise ValueError(f'must be a number of tokens or a share like "80%", got {v!r}')
+        return f"{share[1]}%"
+
+
+_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def threshold_tokens(threshold: int | str, window: int) -> int:
+    """The threshold in tokens: itself, or its share of a `window` of that many tokens
+    (the model's context window, `team.llm.prices.context_window`)."""
+    if isinstance(threshold, int):
+        return threshold
+    return max(1, int(window * float(threshold.rstrip("%")) / 100))
 
 
 class LimitsConfig(BaseModel):

@@ -65,6 +65,10 @@ class Workspace:
         """Every session log here, in the order of the agents' names."""
         return sorted(self.agents_root.glob(f"*/{SESSION_LOG}"))
 
+    def results_dir(self, agent: str) -> Path:
+        """Tool results and messages too large for the agent's context, kept whole."""
+        return self.agent_dir(agent) / "results"
+
     def agent_tmp(self, agent: str) -> Path:
         """The agent's own /tmp in the sandbox."""
         return self.agent_dir(agent) / "tmp"

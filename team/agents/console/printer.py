@@ -159,6 +159,7 @@ def status_lines(status: dict, width: int | None, title: str = "") -> list[str]:
     columns = STATUS_COLUMNS + (WORKTREE_COLUMNS if worktree else ())
     rows = []
     errors = []
+    paused = []
     for name, st in agents.items():
         extra = [st.get("branch") or "-", str(st.get("changes", 0))] if worktree else []
         rows.append(
@@ -181,6 +182,10 @@ def status_lines(status: dict, width: int | None, title: str = "") -> list[str]:
             errors.append(f"{name}: {cut(one_line(error), 300)}" + (f" ({when})" if when else ""))
         if st.get("crashes"):
             errors.append(f"{name}: crashed {st['crashes']} time(s), restarted")
+        if st.get("auto_paused"):
+            paused.append(
+                f"{name}: auto-compaction paused: {cut(one_line(st['auto_paused']), 200)}"
+            )
     table = fit(columns, rows, width)
     notes = []
     if table.dropped:
@@ -196,6 +201,7 @@ def status_lines(status: dict, width: int | None, title: str = "") -> list[str]:
     lines += table.lines
     for note in notes:
         lines += wrap(note, width)
+    lines += [ln for note in paused for ln in wrap(note, width)]
     if errors:
         lines.append("last errors:")
         for e in errors:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from team.agents.build import reach_lines
 from team.agents.console.activity import Activity, spent_so_far
 from team.agents.console.live import LiveFeed, LiveView
 from team.agents.console.printer import EventPrinter, RunCounter
@@ -25,6 +26,7 @@ from team.agents.runtime.lock import TeamLock
 from team.agents.runtime.reload import ConfigWatch
 from team.agents.runtime.supervisor import Runtime
 from team.backends.base import RedisBackend, open_backend
+from team.compaction.auto import window_problem
 from team.core.errors import UserError
 from team.core.events import EventSink, FanoutSink, SqliteEventLog
 from team.llm import make_model
@@ -223,6 +225,8 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
     # before anything starts: an explicit sandbox = "bwrap" that cannot work is an error
     if warning := sandbox.preflight(config, sandbox.detect()):
         print(warning, file=sys.stderr, flush=True)
+    if problem := window_problem(config, model_id):
+        raise UserError(problem)
     llm = make_model(model_id, sim_latency=opts.sim_latency)
     live = sys.stdout.isatty()
     lock = TeamLock(ws.lock_path)
@@ -242,6 +246,8 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
     )
     route_warnings(run.sink, ws.errors_log)  # one path for warnings: the events
     handle_signals(run.runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
+    for line in reach_lines(config, model_id):  # before a summary that frees little is paid
+        print(line, file=sys.stderr, flush=True)
     run.start()
     names = ", ".join(f"{a.name} ({a.role})" for a in config.agents if a.name in local)
     label = " - an offline simulation, no real model is called" if model_id == "sim" else ""

@@ -20,106 +20,23 @@ from team.agents.tools.input import (
     ToolResult,
     need_int,
     need_str,
+    opt_int,
     opt_str,
-    spec,
-    text,
+)
+from team.agents.tools.task_specs import (
+    DESCRIPTION_CHARS,
+    LISTED_FINISHED,
+    MORE_FINISHED,
+    UPDATABLE,
 )
 from team.core.conversation import TaskNote
 from team.core.events import AgentEvent
 from team.hooks import run_hook
-from team.llm.base import ToolSpec
 from team.tasks import Task, TaskError, rules, wording
 from team.teamwork import Teamwork, require_worker
 from team.workspace import worktrees
-from team.workspace.config import AgentConfig, TeamConfig
 
 log = logging.getLogger(__name__)
-
-TASK_ID = {"type": "integer", "description": "The task's id (#N)."}
-IDS = {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks to wait on."}
-LISTED_FINISHED = 20
-"""Finished tasks `list_tasks` shows (the newest); `team tasks` shows them all."""
-UPDATABLE = ("pending", "in_progress", "completed", "failed", "cancelled")
-
-
-def task_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None) -> list[ToolSpec]:
-    """The board tools `agent` gets: submit_plan under plan approval, review_plan if lead."""
-    specs = [
-        spec(
-            "list_tasks",
-            "List the task board as JSON: id, subject, description, status (pending, "
-            "in_progress, blocked, completed, failed, cancelled), owner, blocked_by (ids it "
-            "waits on), result. Every unfinished task, and the 20 most recently finished.",
-            {},
-            [],
-        ),
-        spec(
-            "claim_task",
-            "Claim a task: it becomes yours and in progress. Fails if another agent "
-            "owns it, it is finished, or a task it is blocked by is not completed yet.",
-            {"task_id": TASK_ID},
-            ["task_id"],
-        ),
-        spec(
-            "complete_task",
-            "Mark one of your tasks completed, with a short result.",
-            {"task_id": TASK_ID, "result": text("What was done, in a sentence or two.")},
-            ["task_id"],
-        ),
-        spec(
-            "create_task",
-            "Put a new task on the board, for a teammate (owner) or open for anyone. "
-            "blocked_by lists tasks that must be completed first; the owner is told when "
-            "it can start.",
-            {
-                "subject": text("What to do, in one line."),
-                "description": text("Details: files, acceptance, context (optional)."),
-                "owner": text("The teammate who should do it (omit: anyone may claim it)."),
-                "blocked_by": IDS,
-            },
-            ["subject"],
-        ),
-        spec(
-            "update_task",
-            "Change a task: its status (pending gives it back, in_progress claims, "
-            "completed or failed finish it with a result, cancelled drops it), its owner "
-            "(hand it to a teammate), or what it is blocked_by.",
-            {
-                "task_id": TASK_ID,
-                "status": {"type": "string", "enum": list(UPDATABLE)},
-                "result": text("With completed or failed: what happened."),
-                "owner": text("A teammate to hand the task to."),
-                "blocked_by": IDS,
-            },
-            ["task_id"],
-        ),
-    ]
-    if agent is not None and agent.plan_approval:
-        specs.append(
-            spec(
-                "submit_plan",
-                "Submit your plan for a task you have claimed, before changing any file. "
-                "Then end your turn: the approval, or the reason for a rejection, arrives "
-                "as a message.",
-                {"task_id": TASK_ID, "plan": text("The steps you will take, and which files.")},
-                ["task_id", "plan"],
-            )
-        )
-    if agent is not None and team is not None and team.team.lead == agent.name:
-        specs.append(
-            spec(
-                "review_plan",
-                "Approve or reject a teammate's plan for a task. A rejection needs feedback: "
-                "it goes back to the teammate.",
-                {
-                    "task_id": TASK_ID,
-                    "approve": {"type": "boolean", "description": "true to approve."},
-                    "feedback": text("Why it is rejected (required then), or a note."),
-                },
-                ["task_id", "approve"],
-            )
-        )
-    return specs
 
 
 class TaskTools:
@@ -137,6 +54,7 @@ class TaskTools:
         self.teamwork = teamwork
         self.handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "list_tasks": self.list_tasks,
+            "get_task": self.get_task,
             "claim_task": self.claim_task,
             "complete_task": self.complete_task,
             "create_task": self.create_task,
@@ -169,12 +87,46 @@ class TaskTools:
     # -- tools --------------------------------------------------------------------------
 
     def list_tasks(self, input: dict[str, Any]) -> str:
-        # Every unfinished task, and only the newest finished ones: the whole history
-        # made this result (and every context that held it, and the board's memory) grow
-        # with the run.
-        tasks = self.board.unfinished() + self.board.recently_finished(LISTED_FINISHED)
-        tasks.sort(key=lambda t: t.id)
-        return json.dumps([t.model_dump() for t in tasks], indent=1)
+        # Small whatever the board holds: every listing stays in the context of whoever
+        # asked, and a 2 MB description listed whole made each agent's next call carry
+        # it (16 auto compactions for 11 two-word messages). Descriptions only of the
+        # caller's own open tasks, cut; finished tasks briefly, the newest only.
+        limit = opt_int(input, "finished")
+        limit = LISTED_FINISHED if limit is None else max(0, min(limit, MORE_FINISHED))
+        finished = self.board.recently_finished(limit + 1) if limit else []
+        more = len(finished) > limit
+        finished = sorted(finished, key=lambda t: (t.updated_at, t.id))[len(finished) - limit :]
+        rows = [self._row(t) for t in self.board.unfinished()]
+        rows += [_brief(t) for t in finished]
+        rows.sort(key=lambda r: r["id"])
+        if more:
+            rows.append(
+                {
+                    "note": "older finished tasks are not listed: list_tasks{finished: "
+                    f"{MORE_FINISHED}}} lists up to {MORE_FINISHED}; `get_task` shows one"
+                }
+            )
+        return json.dumps(rows, indent=1)
+
+    def get_task(self, input: dict[str, Any]) -> str:
+        # whole, as the board holds it: a long one is cut to the result cap on its way
+        # into the context, and kept whole for read_result (team.agents.session.results)
+        return json.dumps(self.board.get(need_int(input, "task_id")).model_dump(), indent=1)
+
+    def _row(self, t: Task) -> dict[str, Any]:
+        row = _brief(t)
+        row["blocked_by"] = list(t.blocked_by)
+        if t.plan_state:
+            row["plan_state"] = t.plan_state
+        if t.owner == self.agent and t.description:
+            text = t.description
+            if len(text) > DESCRIPTION_CHARS:
+                text = (
+                    text[:DESCRIPTION_CHARS].rstrip()
+                    + f"… ({len(t.description):,} characters: get_task{{task_id: {t.id}}})"
+                )
+            row["description"] = text
+        return row
 
     def claim_task(self, input: dict[str, Any]) -> ToolResult:
         task_id = need_int(input, "task_id")
@@ -362,6 +314,10 @@ class TaskTools:
     def _event(self, kind: str, detail: str) -> None:
         if self.sink is not None:
             self.sink.emit(AgentEvent(self.agent, kind, detail))
+
+
+def _brief(t: Task) -> dict[str, Any]:
+    return {"id": t.id, "subject": t.subject, "status": t.status, "owner": t.owner}
 
 
 def _ids(input: dict[str, Any], key: str) -> list[int]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from team.agents.session.results import ResultNotFound, Results
 from team.agents.tools import fs_tools
 from team.agents.tools.input import ToolInputError, ToolResult, spec, text
 from team.agents.tools.input import need_str as _need_str
@@ -23,14 +24,15 @@ from team.agents.tools.input import opt_int as _opt_int
 from team.agents.tools.input import opt_str as _opt_str
 from team.agents.tools.mcp_tools import McpTools
 from team.agents.tools.shell import run_command
-from team.agents.tools.task_tools import TaskTools, task_specs
+from team.agents.tools.task_specs import task_specs
+from team.agents.tools.task_tools import TaskTools
 from team.backends import post
 from team.core.errors import UserError
 from team.core.events import AuditEvent
 from team.llm.base import ToolSpec
 from team.sandbox.bwrap import Sandbox
 from team.teamwork import Crew, Teamwork
-from team.workspace.config import AgentConfig, TeamConfig
+from team.workspace.config import AgentConfig, CompactionConfig, TeamConfig
 from team.workspace.places import Workspace
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,17 @@ def _base_specs() -> list[ToolSpec]:
                 "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read."},
             },
             ["path"],
+        ),
+        spec(
+            "read_result",
+            "Read part of a tool result, message or note that was too long to show whole "
+            "(its head and tail were shown, with its id). offset and limit count characters.",
+            {
+                "id": text("The id the cut result names."),
+                "offset": {"type": "integer", "minimum": 0, "description": "First character."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Most characters."},
+            },
+            ["id"],
         ),
         spec(
             "write_file",
@@ -145,6 +158,7 @@ class Toolbox:
         bash_timeout: float = 60.0,
         output_cap: int = 50_000,
         mcp: McpTools | None = None,
+        results: Results | None = None,
     ) -> None:
         """Args:
         crew: the team it works in (workspace, team.toml, board, events, inboxes).
@@ -153,6 +167,8 @@ class Toolbox:
         sandbox: the agent's (default: the one team.toml gives it, writable at `root`).
         stop: when set, kills a running `bash` command (team shutdown).
         mcp: the MCP tools this agent may call (team.agents.tools.mcp_tools).
+        results: where the agent's cut results are kept whole (`read_result`); default
+            its results folder under the workspace.
         """
         ws, config = crew.ws, crew.config
         self.ws = ws
@@ -164,6 +180,11 @@ class Toolbox:
         self.stop = stop
         self.inboxes = crew.inboxes
         self.mcp = mcp
+        if results is None:
+            known = agent in config.names()
+            cap = (config.compaction_for(agent) if known else CompactionConfig()).result_cap
+            results = Results(ws.results_dir(agent), cap)
+        self.results = results
         if sandbox is None:
             own = root is not None and Path(root).resolve() != ws.root
             protected = Workspace(Path(root)).protected if own else None
@@ -176,6 +197,7 @@ class Toolbox:
         self._handlers: dict[str, Callable[[dict[str, Any]], str | ToolResult]] = {
             "bash": self._bash,
             "read_file": self._read_file,
+            "read_result": self._read_result,
             "write_file": self._write_file,
             "edit_file": self._edit_file,
             "send_message": self._send_message,
@@ -240,6 +262,13 @@ class Toolbox:
             raise ToolInputError("limit must be at least 1")
         path = _need_str(input, "path")
         return fs_tools.read_text(self.scope, path, limit=limit, cap=self.output_cap)
+
+    def _read_result(self, input: dict[str, Any]) -> str:
+        offset, limit = _opt_int(input, "offset") or 0, _opt_int(input, "limit")
+        try:
+            return self.results.read(_need_str(input, "id").strip(), offset, limit)
+        except (ResultNotFound, ValueError) as e:
+            raise ToolInputError(str(e)) from None
 
     def _write_file(self, input: dict[str, Any]) -> str:
         path, content = _need_str(input, "path"), _need_str(input, "content")
