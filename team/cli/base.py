@@ -21,7 +21,6 @@ one (bench/README.md, "CLI startup").
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,21 +154,12 @@ def terminal_lines() -> int:
     return shutil.get_terminal_size((80, 24)).lines
 
 
-@contextlib.contextmanager
-def event_log(ws: Workspace) -> Iterator[EventSink | None]:
+def event_log(ws: Workspace) -> contextlib.AbstractContextManager[EventSink | None]:
     """Record deliveries in .team/events.db (docs/design.md, "Files on disk"); a busy or
     broken db never blocks a send."""
-    from team.core.events import SqliteEventLog
+    from team.core.events import optional_log
 
-    try:
-        sink = SqliteEventLog(ws.events_db)
-    except (sqlite3.Error, OSError):
-        yield None
-        return
-    try:
-        yield sink
-    finally:
-        sink.close()
+    return optional_log(ws.events_db)
 
 
 @contextlib.contextmanager

@@ -304,3 +304,18 @@ def insert(conn: sqlite3.Connection, ev: Event) -> None:
 @dataclass
 class _Marker:
     done: threading.Event
+
+
+@contextmanager
+def optional_log(path: Path) -> Iterator[SqliteEventLog | None]:
+    """The event log for one user change (a send, an assign), or None when the db cannot
+    be opened: a busy or broken events.db never blocks the change it would record."""
+    try:
+        sink = SqliteEventLog(path)
+    except (sqlite3.Error, OSError):
+        yield None
+        return
+    try:
+        yield sink
+    finally:
+        sink.close()

@@ -24,7 +24,7 @@ from team.agents.runtime.control import team_status
 from team.backends import post
 from team.backends.base import open_backend
 from team.core.errors import UserError
-from team.core.events import SqliteEventLog
+from team.core.events import optional_log
 from team.mailbox import reading
 from team.study.conversation_view import show_session
 from team.study.stats import stats as compute_stats
@@ -80,14 +80,14 @@ def build(ws: Workspace) -> MCPServer:
         sender: Annotated[str, Field(description="Who it is from.")] = USER,
     ) -> str:
         """Deliver a message to an agent's inbox."""
-        with _user_errors(), _events(ws) as sink:
+        with _user_errors(), optional_log(ws.events_db) as sink:
             msg = post.send(ws, ws.load_config(), to, text, sender=sender, sink=sink)
         return f"sent {msg.id} to {to}"
 
     @tool(WRITES)
     def broadcast(text: Annotated[str, Field(min_length=1)], sender: str = USER) -> str:
         """Deliver a message to every agent but the sender."""
-        with _user_errors(), _events(ws) as sink:
+        with _user_errors(), optional_log(ws.events_db) as sink:
             sent = post.broadcast(ws, ws.load_config(), text, sender=sender, sink=sink)
         return f"sent to {', '.join(m.to for m in sent)}" if sent else "no recipients"
 
@@ -207,21 +207,7 @@ def _user_errors() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _events(ws: Workspace) -> Iterator[SqliteEventLog | None]:
-    """The event log for one change, as the CLI records it; a broken db never blocks it."""
-    try:
-        sink = SqliteEventLog(ws.events_db)
-    except Exception:
-        yield None
-        return
-    try:
-        yield sink
-    finally:
-        sink.close()
-
-
-@contextlib.contextmanager
 def _teamwork(ws: Workspace) -> Iterator[Teamwork]:
     config = ws.load_config()
-    with _events(ws) as sink:
+    with optional_log(ws.events_db) as sink:
         yield Teamwork(Crew(ws, config, _board(ws, config), sink))
