@@ -215,3 +215,92 @@ def test_assign_is_all_or_nothing_when_the_message_does_not_fit():
         r = run_team("assign", "alice", "Fix the parser", "--dir", str(ws.root))
         one_clear_line(r)
         assert TaskBoard(ws.tasks_dir).list() == []  # no task its owner would never hear of
+
+
+def test_a_full_disk_mid_run_warns_once_holds_the_events_and_writes_them_back():
+    """The review's storm (issue 24, 7): an agent's command fills the disk while the team
+    runs. The event log says so once, tries again a few times a minute rather than
+    spinning (the recovery line counts the tries), keeps every event in memory, and
+    writes them, the audit row of the command that filled the disk among them, once
+    space returns; `team status` says there was an outage."""
+    import json
+    import time
+
+    from fakeapi import FakeMessagesAPI, ScriptedResponder
+    from teamrun import wait_for
+    from test_sandbox_e2e import one_agent_workspace, tool_use
+
+    fill_cmd = "head -c 64M /dev/zero > filler; echo filled"
+    script = ScriptedResponder(
+        [tool_use("fill", ("bash", {"command": fill_cmd})), "Done."], then="Nothing more."
+    )
+    with small_filesystem("8m") as d, FakeMessagesAPI(script) as api:
+        ws = one_agent_workspace(d / "ws", 'sandbox = "off"')
+        out_path = Path(tempfile.mkdtemp(prefix="team-full-out-")) / "out.txt"
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-not-real",
+               "ANTHROPIC_BASE_URL": api.url}  # fmt: skip
+        with open(out_path, "w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "team", "up", "--timeout", "240", "--dir", str(ws.root)],
+                env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+        try:
+            assert run_team("send", "alice", "fill it", "--dir", str(ws.root)).returncode == 0
+            text = lambda: out_path.read_text()  # noqa: E731
+            wait_for(lambda: "cannot record events" in text(), timeout=120, what="the warning")
+            time.sleep(4)  # the team idles on a full disk: no storm
+            during = text()
+            assert during.count("cannot record events") == 1, during
+            assert "could not record" not in during
+            assert len(during.splitlines()) < 40, during
+            (ws.root / "filler").unlink()  # space returns
+            wait_for(lambda: "writable again" in text(), timeout=60, what="the recovery line")
+            line = next(x for x in text().splitlines() if "writable again" in x)
+            tries = int(line.split(" and ")[1].split()[0])
+            assert 1 <= tries <= 12, line  # one try per 0.5-5 s, not one per event
+            wait_for(lambda: "events: recorded again after 1 outage" in
+                     run_team("status", "--dir", str(ws.root)).stdout,
+                     timeout=30, what="team status to say so")  # fmt: skip
+            status = json.loads(run_team("status", "--json", "--dir", str(ws.root)).stdout)
+            assert status["events"]["dropped"] == 0 and status["events"]["outages"] == 1
+            assert run_team("down", "--dir", str(ws.root)).returncode == 0
+            assert proc.wait(timeout=120) == 0, text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        warnings = [x for x in text().splitlines() if "events" in x and "warning" in x]
+        assert len(warnings) <= 3, warnings
+        rows = json.loads(run_team("audit", "--json", "--dir", str(ws.root)).stdout)
+        assert [r["target"] for r in rows if r["tool"] == "bash"] == [fill_cmd]
+        shutil.rmtree(out_path.parent)
+
+
+def test_events_held_on_a_full_disk_are_bounded_and_counted(monkeypatch):
+    """Past HELD_MAX the oldest held events go, counted; the rest are written on recovery."""
+    import sqlite3
+
+    from teamrun import wait_for
+
+    from team.core import events
+
+    monkeypatch.setattr(events, "HELD_MAX", 100)
+    with small_filesystem("2m") as d:
+        log = events.SqliteEventLog(d / "events.db")
+        try:
+            files = fill(d)
+            for i in range(150):
+                log.emit(events.AgentEvent("alice", "idle", f"n{i}"))
+            log.flush()
+            health = log.health()
+            assert health is not None and health["failing_since"] is not None
+            assert health["held"] == 100 and health["dropped"] == 50
+            for p in files:
+                p.unlink()
+            wait_for(lambda: not (log.health() or {}).get("held"), timeout=30, what="recovery")
+        finally:
+            log.close()
+        conn = sqlite3.connect(d / "events.db")
+        kept = [r[0] for r in conn.execute("SELECT detail FROM agent_events ORDER BY id")]
+        conn.close()
+        assert kept == [f"n{i}" for i in range(50, 150)]  # the newest 100, in order
