@@ -87,21 +87,95 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+READER = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def _as_nobody(python: str, code: str, env: dict[str, str]) -> bool:
+    r = subprocess.run(
+        [shutil.which("setpriv") or "setpriv", *READER, python, "-c", code],
+        capture_output=True, text=True, timeout=60, env=env, cwd="/",
+    )  # fmt: skip
+    return r.returncode == 0
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)  # instant, and the file keeps its (world-readable) mode
+    except OSError:
+        shutil.copy2(src, dst)  # another filesystem
+
+
+_reader: dict[str, list[str] | dict[str, str]] = {}
+
+
+def reader_command() -> tuple[list[str], dict[str, str]]:
+    """How `nobody` runs `python -m team`, and its environment.
+
+    From a clone nobody can read (under a 0700 folder such as /root), nobody can neither
+    run the venv's python nor import the package: then the package and the venv's
+    site-packages are linked (hard links; copied across filesystems) into a world-readable
+    folder, run with a Python of the same version that nobody can start. Built once.
+    """
+    if _reader:
+        return _reader["argv"], _reader["env"]  # type: ignore[return-value]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "PYTHON"))}
+    env["HOME"] = "/tmp"
+    probe = "import team.cli.app, pydantic, click"
+    if _as_nobody(sys.executable, probe, env):
+        _reader.update(argv=[sys.executable], env=env)
+        return [sys.executable], env
+    import sysconfig
+
+    want = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"
+    candidates = [
+        os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
+        f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+        f"/usr/local/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+    ]
+    python = next((c for c in candidates if os.path.exists(c) and _as_nobody(c, want, env)), None)
+    if python is None:
+        pytest.skip(
+            f"no Python {sys.version_info.major}.{sys.version_info.minor} here that nobody "
+            f"can run (tried {', '.join(candidates)}): cannot run team as another user"
+        )
+    root = Path(tempfile.mkdtemp(prefix="team-reader-", dir="/tmp"))
+    root.chmod(0o755)
+    import atexit
+
+    import team
+
+    atexit.register(shutil.rmtree, root, True)
+    site = sysconfig.get_paths()["purelib"]
+    shutil.copytree(site, root / "site", copy_function=_link_or_copy, symlinks=True)
+    shutil.copytree(Path(team.__file__).parent, root / "src" / "team", copy_function=_link_or_copy)
+    for d in [root, *root.rglob("*")]:
+        if d.is_dir() and not d.is_symlink():
+            d.chmod(0o755)
+    env = {**env, "PYTHONPATH": f"{root / 'src'}:{root / 'site'}", "PYTHONNOUSERSITE": "1"}
+    if not _as_nobody(python, probe, env):
+        pytest.skip(f"nobody cannot import team even from {root} with {python}")
+    _reader.update(argv=[python], env=env)
+    return [python], env
+
+
 def run_as_reader(*args: str, ws: Workspace) -> subprocess.CompletedProcess:
     """Run the CLI as a user for whom the workspace is read-only.
 
-    chmod alone does not stop root, so as root the command runs as `nobody`.
+    chmod alone does not stop root, so as root the command runs as `nobody`, with a copy
+    of the package it can read when the clone is private (`reader_command`).
     """
     prefix: list[str] = []
+    python = [sys.executable]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["HOME"] = "/tmp"
     if IS_ROOT:
         setpriv = shutil.which("setpriv")
         if not setpriv:
             pytest.skip("running as root without setpriv: cannot drop to an unprivileged user")
-        prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["HOME"] = "/tmp"
+        prefix = [setpriv, *READER]
+        python, env = reader_command()
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "team", *args, "--dir", str(ws.root)],
+        [*prefix, *python, "-m", "team", *args, "--dir", str(ws.root)],
         capture_output=True,
         text=True,
         timeout=60,
