@@ -39,9 +39,9 @@ from team.mailbox.message import MailMessage
 log = logging.getLogger(__name__)
 
 FIELD = "m"
-SENT_KEEP_MS = 7 * 24 * 3600 * 1000
+SENT_KEEP_MS = 24 * 3600 * 1000
 """How long Redis remembers that a message id was delivered: a retry with the same id
-within this time adds nothing."""
+within this time adds nothing (one small key per message, for a day)."""
 DELIVER_TRIES = 4
 """Attempts of one delivery when Redis drops the connection (safe: once per message id)."""
 DELIVER = """
@@ -100,6 +100,7 @@ class RedisMailbox:
         self.group = agent
         self.consumer = f"{agent}@{node}"
         self._trimmer = Trimmer(link.client, self.key, self.group, keep)
+        self._deliver = link.client.register_script(DELIVER)  # EVALSHA, loaded once
         self._held: dict[str, StreamClaim] = {}
         self._unsynced: list[StreamClaim] = []
         self._lock = threading.Lock()
@@ -113,7 +114,7 @@ class RedisMailbox:
         """`XADD` the message once per message id; returns its entry id once the server
         has accepted it.
 
-        Idempotent: `team:<team>:sent:<agent>:<id>` remembers the entry (for a week), so
+        Idempotent: `team:<team>:sent:<agent>:<id>` remembers the entry (for a day), so
         a delivery repeated after a lost reply, here or by the sender's retry with the same
         id (`team send --id`), adds nothing. A dropped connection is tried again a few
         times before `RedisUnavailable`.
@@ -122,7 +123,7 @@ class RedisMailbox:
         args = [FIELD, msg.to_json(), SENT_KEEP_MS]
         for attempt in range(DELIVER_TRIES):
             try:
-                return self.link.call(lambda r: r.eval(DELIVER, 2, *keys, *args))
+                return self.link.call(lambda r: self._deliver(keys=keys, args=args, client=r))
             except RedisUnavailable:
                 if attempt == DELIVER_TRIES - 1 or self.link.stop.is_set():
                     raise

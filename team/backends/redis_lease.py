@@ -76,10 +76,13 @@ def holder_gone(holder: dict) -> bool:
     """True if the holder ran on this host under a pid that no longer exists.
 
     Only then is it certain the holder cannot renew: a pid alive here may be the holder or
-    a process that reused its pid (both wait), and another host cannot be checked.
+    a process that reused its pid (both wait), another host cannot be checked, and a pid
+    of another pid namespace (a container with the same host name) is not ours to check.
     """
     pid = holder.get("pid")
     if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return False
+    if holder.get("pidns") != pid_namespace():  # containers may share a host name
         return False
     if pid == os.getpid():
         return False
@@ -90,6 +93,15 @@ def holder_gone(holder: dict) -> bool:
     except OSError:  # alive, someone else's (EPERM)
         return False
     return _zombie(pid)
+
+
+def pid_namespace() -> str:
+    """This process's pid namespace (`pid:[4026531836]`): a pid means the same process
+    only within one."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 def _zombie(pid: int) -> bool:
@@ -170,6 +182,7 @@ class Leases:
                 "node": self.node,
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
+                "pidns": pid_namespace(),
                 "dir": self.root,
                 "since": time.time(),
                 "token": uuid.uuid4().hex,
