@@ -125,3 +125,64 @@ def test_the_workspace_reads_its_own_paths_back(tmp_path):
     assert Workspace.transcript_agent(ws.transcripts_dir("alice") / "1-x-auto.jsonl") == "alice"
     assert Workspace.transcript_agent(tmp_path / "alice" / "1-x-auto.jsonl") is None
     assert ws.transcripts_root in ws.protected and ws.team_dir in ws.protected
+
+
+# Every name in team.toml follows the agent-name rule: a name may become a folder, a key
+# or a prefix, so `../../x` must never get that far (issue 24, 10).
+BAD_NAMES = [
+    ('[team]\nname = "../../x"\n' + GOOD_AGENTS, "team.name: invalid team name '../../x'"),
+    ('[team]\nname = "Big Team"\n' + GOOD_AGENTS, "team.name: invalid team name"),
+    ('[team]\nname = ""\n' + GOOD_AGENTS, "team.name: invalid team name"),
+    ('[team]\nlead = "../bob"\n' + GOOD_AGENTS, "team.lead: invalid agent name"),
+    (
+        GOOD_AGENTS + '[mcp_servers."../up"]\ncommand = "x"\n',
+        "mcp_servers: invalid MCP server name '../up'",
+    ),
+]
+
+# Limits with a maximum: the one line names the file, the key and the largest value taken.
+TOO_BIG = [
+    ("[limits]\nfile_mb = 99999999999\n", "limits.file_mb: at most 1,048,576, got 99999999999"),
+    ("[limits]\nmemory_mb = 99999999999\n", "limits.memory_mb: at most 1,048,576"),
+    ("[limits]\ncpu_s = 10000000\n", "limits.cpu_s: at most 86,400"),
+    ("[limits]\nprocesses = 10000000\n", "limits.processes: at most 65,536"),
+    ("[limits]\noutput_mb = 100000\n", "limits.output_mb: at most 4,096"),
+    ("[team]\nmax_tokens = 10000000\n", "team.max_tokens: at most 128,000"),
+    ("[team]\nbudget_usd = 1e12\n", "team.budget_usd: at most 1,000,000"),
+    ("[team]\nlease_seconds = 1e9\n", "team.lease_seconds: at most 3,600"),
+    ("[hooks]\ntimeout = 1e9\n", "hooks.timeout: at most 86,400"),
+    ("[compaction]\nthreshold = 99999999999\n", "compaction.threshold: at most 2,000,000 tokens"),
+    ("[compaction]\nresult_cap = 99999999999\n", "compaction.result_cap: at most 10,000,000"),
+    ("[compaction]\nkeep_recent = 99999999999\n", "compaction.keep_recent: at most 10,000"),
+]
+
+
+@pytest.mark.parametrize("text, expected", BAD_NAMES + [(t + GOOD_AGENTS, e) for t, e in TOO_BIG])
+def test_names_and_limits_out_of_bounds_are_one_line(tmp_path, text, expected):
+    (tmp_path / "team.toml").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        Workspace.at(tmp_path).load_config()
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{tmp_path / 'team.toml'}: ") and expected in str(e.value)
+
+
+def test_a_team_named_up_the_tree_is_refused_by_the_cli_and_nothing_is_written(tmp_path):
+    (tmp_path / "team.toml").write_text('[team]\nname = "../../x"\n' + GOOD_AGENTS)
+    for args in (["check"], ["up", "--until-idle"]):
+        r = run_team(*args, "--dir", str(tmp_path))
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert r.stderr.strip().count("\n") == 0 and "invalid team name" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["team.toml"]
+    r = run_team("init", "--name", "../../x", "--dir", str(tmp_path / "new"))
+    assert r.returncode == 1 and "invalid team name" in r.stderr
+    assert not (tmp_path / "new" / "team.toml").exists()
+
+
+def test_limits_at_their_maximum_are_taken(tmp_path):
+    text = (
+        "[limits]\nfile_mb = 1048576\nmemory_mb = 1048576\ncpu_s = 86400\n"
+        '[team]\nname = "my-team_2"\nmax_tokens = 128000\n' + GOOD_AGENTS
+    )
+    (tmp_path / "team.toml").write_text(text)
+    cfg = Workspace.at(tmp_path).load_config()
+    assert cfg.limits.file_mb == 1_048_576 and cfg.team.name == "my-team_2"

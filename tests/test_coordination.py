@@ -4,6 +4,7 @@ hooks. Through the real Toolbox, the real board and real inboxes; the CLI in a s
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -269,7 +270,7 @@ def test_a_task_completed_hook_that_rejects(tmp_path: Path) -> None:
         "    sys.exit(2)\n"
     )
     seen = tmp_path / "seen.jsonl"
-    cmd = f"{sys.executable} {hook} {seen}"
+    cmd = shlex.join([sys.executable, str(hook), str(seen)])  # a clone's path may have spaces
     ws = make_ws(tmp_path, tail=f'\n[hooks]\ntask_completed = "{cmd}"\n')
     bob = box(ws, "bob")
     TaskBoard(ws.tasks_dir).create("fix the bug", owner="bob")

@@ -29,11 +29,19 @@ def test_init_round_trips_nasty_roles(tmp_path):
 
 
 def test_init_round_trips_team_name_and_model(tmp_path):
-    name, model = 'it\'s "ours" \\ [team]', 'claude-"x"'
+    name, model = "our-team_2", 'claude-"x" \\ [team]'
     r = run_team("init", "--name", name, "--model", model, "--dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
     data = tomllib.loads((tmp_path / "team.toml").read_text())
     assert data["team"]["name"] == name and data["team"]["model"] == model
+
+
+def test_init_refuses_a_team_name_that_breaks_the_name_rule(tmp_path):
+    # a team name becomes a key prefix on Redis: the agent-name rule, not any string
+    r = run_team("init", "--name", 'it\'s "ours" \\ [team]', "--dir", str(tmp_path))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "invalid team name" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "team.toml").exists()
 
 
 def test_init_refuses_a_bad_agent_name_in_one_line_and_writes_nothing(tmp_path):

@@ -102,3 +102,59 @@ def test_a_lapsed_lease_is_taken_back_and_a_stolen_one_reported(redis_url: str) 
     assert a.holder("bob")["node"] == "b"
     a.close()
     assert a.holder("bob")["node"] == "b"  # never releases what is not ours
+
+
+def _holder_of(proc_pid: int, **over) -> dict:
+    import socket
+
+    from team.backends.redis_lease import pid_namespace
+
+    return {"node": "n", "host": socket.gethostname(), "pid": proc_pid,
+            "pidns": pid_namespace(), **over}  # fmt: skip
+
+
+def test_only_a_holder_dead_on_this_host_and_pid_namespace_counts_as_gone() -> None:
+    from team.backends.redis_lease import holder_gone
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid is free
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert holder_gone(_holder_of(dead.pid))
+        assert not holder_gone(_holder_of(alive.pid))  # alive: wait for it
+        assert not holder_gone(_holder_of(dead.pid, host="another-machine"))
+        assert not holder_gone(_holder_of(dead.pid, pidns="pid:[1]"))  # a container's pid
+        assert not holder_gone(_holder_of(dead.pid, pidns=None))  # an older record
+        assert not holder_gone(_holder_of("123"))  # type: ignore[arg-type]
+        alive.kill()  # killed, not yet reaped: a zombie is dead too
+        wait_for(lambda: holder_gone(_holder_of(alive.pid)), timeout=30, what="the zombie")
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_lease_of_a_dead_pid_here_is_taken_at_once(redis_url: str) -> None:
+    import json
+
+    link = RedisLink(redis_url, "lt", wait=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    link.client.set(link.key("lease", "dora"), json.dumps(_holder_of(dead.pid)), px=60_000)
+    b = leases(redis_url, "restarted", 60)
+    b.acquire("dora")  # no LeaseHeld, no wait for the 60 s
+    assert b.holder("dora")["node"] == "restarted"
+    b.close()
+
+
+def test_a_message_delivered_twice_with_one_id_is_in_the_stream_once(redis_url: str) -> None:
+    from team.backends.redis_inbox import RedisMailbox
+    from team.mailbox.message import MailMessage
+
+    box = RedisMailbox(RedisLink(redis_url, "lt"), "erin")
+    msg = MailMessage.model_validate({"from": "user", "to": "erin", "content": "hi", "id": "m-1"})
+    first = box.deliver(msg)
+    assert box.deliver(msg) == first  # a retry: the same entry, nothing added
+    other = MailMessage.model_validate({"from": "user", "to": "erin", "content": "hi"})
+    assert box.deliver(other) != first
+    ids = [e.message.id for e in box.entries() if e.message is not None]
+    assert ids == ["m-1", other.id]

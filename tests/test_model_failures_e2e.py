@@ -103,7 +103,7 @@ def test_unknown_model_fails_one_agent_and_status_says_why(tmp_path):
     with FakeMessagesAPI(respond) as api:
         proc = up(ws, api)
         try:
-            wait_for(lambda: ws.status_path.exists(), what="the team to start")
+            wait_for(lambda: ws.status_path.exists(), timeout=180, what="the team to start")
             send(ws, "alice", "Please review src/app.py")
             send(ws, "bob", "Hello")
             wait_for(lambda: state(ws, "alice").startswith("failed"), what="alice to fail")
@@ -133,7 +133,7 @@ def test_overloaded_api_is_waited_out_and_a_stop_does_not_wait(tmp_path):
         api.fail_next(529)  # the server asks for two minutes' patience
         proc = up(ws, api)
         try:
-            wait_for(lambda: ws.status_path.exists(), what="the team to start")
+            wait_for(lambda: ws.status_path.exists(), timeout=180, what="the team to start")
             send(ws, "alice", "Please review src/app.py")
             wait_for(lambda: state(ws, "alice").startswith("waiting"), what="a backoff")
             alice = status(ws)["alice"]
@@ -162,7 +162,7 @@ def test_a_repeated_transient_error_is_one_warning_and_a_status_that_counts(tmp_
         api.fail_next(529, 529, 529, 529)
         proc = up(ws, api, "--until-idle", "--idle-grace", "0.3", "--timeout", "120")
         try:
-            wait_for(lambda: ws.status_path.exists(), what="the team to start")
+            wait_for(lambda: ws.status_path.exists(), timeout=180, what="the team to start")
             send(ws, "alice", "Please review src/app.py")
             seen: set[str] = set()
 

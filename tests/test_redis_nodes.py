@@ -56,6 +56,8 @@ def up(where: Path, agent: str, node: str, *extra: str) -> subprocess.Popen:
 
 def taken_in(where: Path, agent: str) -> list[str]:
     log = where / ".team" / "agents" / agent / "session.jsonl"
+    if not log.exists():
+        return []
     return [i for r in read_records(log) if isinstance(r, UserTurn) for i in r.inbox]
 
 
@@ -87,7 +89,7 @@ def test_two_nodes_one_killed_and_restarted_lose_and_double_nothing(
                  timeout=90, what="bob to start working")  # fmt: skip
         # another machine asks for bob while node B runs it: one line naming node B
         c = node_dir(tmp_path / "c", redis_url)
-        again = up(c, "bob", "node-c")
+        again = up(c, "bob", "node-c", "--no-wait")
         _, err = again.communicate(timeout=60)
         assert again.returncode == 1
         assert err.count("\n") == 1 and "Traceback" not in err
@@ -172,3 +174,96 @@ def test_a_redis_restart_mid_run_the_team_waits_and_finishes(tmp_path: Path) -> 
         assert not any((spool / d).exists() and any((spool / d).iterdir()) for d in ("new", "cur"))
     finally:
         server.stop()
+
+
+def send_bob(where: Path, i: int) -> subprocess.CompletedProcess:
+    return run_team("send", "bob", f"note {i}: check part {i}", "--id", f"note-{i}",
+                    "--dir", str(where))  # fmt: skip
+
+
+def test_a_killed_node_started_again_at_once_takes_over_and_delivers_each_once(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """kill -9 of bob's node, then `team up --agents bob` at once in the same folder: the
+    lease of a dead pid on this host is taken without waiting for it to lapse (60 s here).
+    30 messages sent by `team send` around the kill, 10 of them sent again with the same
+    id (a retry after a lost reply), are each taken in once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    b = node_dir(tmp_path / "b", redis_url)
+    toml = b / "team.toml"
+    toml.write_text(toml.read_text().replace(f"lease_seconds = {LEASE_S}", "lease_seconds = 60"))
+    link = RedisLink(redis_url, "duo")
+    lease = link.key("lease", "bob")
+    node = up(b, "bob", "node-b")
+    sent: list[int] = []
+    try:
+        wait_for(lambda: link.client.get(lease) is not None, timeout=60, what="bob's lease")
+        with ThreadPoolExecutor(4) as pool:
+            jobs = [pool.submit(lambda i=i: sent.append(i) or send_bob(b, i)) for i in range(30)]
+            jobs += [pool.submit(send_bob, b, i) for i in range(10)]  # the same ids again
+            wait_for(lambda: len(taken_in(b, "bob")) >= 3, timeout=120, what="mail taken in")
+            node.kill()  # kill -9 mid-run, sends still going: its lease stays for 60 s
+            node.wait(timeout=10)
+            assert link.client.pttl(lease) > 30_000
+            started = time.monotonic()
+            node = up(b, "bob", "node-b", "--timeout", "300")
+            wait_for(lambda: json.loads(link.client.get(lease) or "{}").get("pid") == node.pid,
+                     timeout=60, what="the new node to hold bob")  # fmt: skip
+            took_lease = time.monotonic() - started
+            before = len(taken_in(b, "bob"))
+            wait_for(lambda: len(taken_in(b, "bob")) > before, timeout=60, what="bob at work")
+            working = time.monotonic() - started
+            assert all(j.result().returncode == 0 for j in jobs)
+        wait_for(lambda: len(set(taken_in(b, "bob"))) >= 30, timeout=120, what="all 30 taken")
+        # the lapse would have taken 60 s: the lease was taken, not waited for
+        assert took_lease < 45, f"the new node held bob only after {took_lease:.1f}s"
+        print(f"\nnew node: lease after {took_lease:.2f}s, bob at work after {working:.2f}s")
+        down = run_team("down", "--dir", str(b))
+        assert down.returncode == 0, down.stderr
+        _, err = node.communicate(timeout=60)
+        assert node.returncode == 0, err
+        assert "waiting for 'bob'" not in err  # taken at once, no countdown
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+    want = sorted(f"note-{i}" for i in range(30))
+    assert sorted(taken_in(b, "bob")) == want  # each once
+    assert sorted(sent_to(link, "bob")) == want  # and in the stream once: retries added nothing
+
+
+def test_a_lease_held_by_a_live_node_is_waited_for_with_a_countdown(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Another live node holds bob: `team up --agents bob` waits, saying how long the
+    lease may take to lapse, and starts bob once that node lets go; `--no-wait` exits 1
+    with one line at once."""
+    a, c = node_dir(tmp_path / "a", redis_url), node_dir(tmp_path / "c", redis_url)
+    first = up(a, "bob", "node-a")
+    second = None
+    try:
+        link = RedisLink(redis_url, "duo")
+        wait_for(lambda: link.client.get(link.key("lease", "bob")) is not None,
+                 timeout=60, what="node-a to hold bob")  # fmt: skip
+        refused = up(c, "bob", "node-c", "--no-wait")
+        _, err = refused.communicate(timeout=60)
+        assert refused.returncode == 1 and err.count("\n") == 1, err
+        assert "'bob' is already running on node 'node-a'" in err
+        second = up(c, "bob", "node-c", "--until-idle", "--idle-grace", "0.5")
+        lines: list[str] = []
+        assert second.stderr is not None
+        wait_for(lambda: lines.append(second.stderr.readline()) or "waiting for" in lines[-1],
+                 timeout=60, what="the countdown line")  # fmt: skip
+        assert "it runs on node 'node-a'" in lines[-1] and "--no-wait" in lines[-1]
+        assert second.poll() is None  # waiting, not exited
+        first.send_signal(2)  # node-a stops cleanly and releases: node-c takes bob
+        assert first.wait(timeout=60) == 0
+        _, rest = second.communicate(timeout=90)
+        assert second.returncode == 0, rest
+        assert "took the lease of 'bob'" in rest
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()

@@ -87,21 +87,95 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+READER = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def _as_nobody(python: str, code: str, env: dict[str, str]) -> bool:
+    r = subprocess.run(
+        [shutil.which("setpriv") or "setpriv", *READER, python, "-c", code],
+        capture_output=True, text=True, timeout=60, env=env, cwd="/",
+    )  # fmt: skip
+    return r.returncode == 0
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)  # instant, and the file keeps its (world-readable) mode
+    except OSError:
+        shutil.copy2(src, dst)  # another filesystem
+
+
+_reader: dict[str, list[str] | dict[str, str]] = {}
+
+
+def reader_command() -> tuple[list[str], dict[str, str]]:
+    """How `nobody` runs `python -m team`, and its environment.
+
+    From a clone nobody can read (under a 0700 folder such as /root), nobody can neither
+    run the venv's python nor import the package: then the package and the venv's
+    site-packages are linked (hard links; copied across filesystems) into a world-readable
+    folder, run with a Python of the same version that nobody can start. Built once.
+    """
+    if _reader:
+        return _reader["argv"], _reader["env"]  # type: ignore[return-value]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "PYTHON"))}
+    env["HOME"] = "/tmp"
+    probe = "import team.cli.app, pydantic, click"
+    if _as_nobody(sys.executable, probe, env):
+        _reader.update(argv=[sys.executable], env=env)
+        return [sys.executable], env
+    import sysconfig
+
+    want = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"
+    candidates = [
+        os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
+        f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+        f"/usr/local/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+    ]
+    python = next((c for c in candidates if os.path.exists(c) and _as_nobody(c, want, env)), None)
+    if python is None:
+        pytest.skip(
+            f"no Python {sys.version_info.major}.{sys.version_info.minor} here that nobody "
+            f"can run (tried {', '.join(candidates)}): cannot run team as another user"
+        )
+    root = Path(tempfile.mkdtemp(prefix="team-reader-", dir="/tmp"))
+    root.chmod(0o755)
+    import atexit
+
+    import team
+
+    atexit.register(shutil.rmtree, root, True)
+    site = sysconfig.get_paths()["purelib"]
+    shutil.copytree(site, root / "site", copy_function=_link_or_copy, symlinks=True)
+    shutil.copytree(Path(team.__file__).parent, root / "src" / "team", copy_function=_link_or_copy)
+    for d in [root, *root.rglob("*")]:
+        if d.is_dir() and not d.is_symlink():
+            d.chmod(0o755)
+    env = {**env, "PYTHONPATH": f"{root / 'src'}:{root / 'site'}", "PYTHONNOUSERSITE": "1"}
+    if not _as_nobody(python, probe, env):
+        pytest.skip(f"nobody cannot import team even from {root} with {python}")
+    _reader.update(argv=[python], env=env)
+    return [python], env
+
+
 def run_as_reader(*args: str, ws: Workspace) -> subprocess.CompletedProcess:
     """Run the CLI as a user for whom the workspace is read-only.
 
-    chmod alone does not stop root, so as root the command runs as `nobody`.
+    chmod alone does not stop root, so as root the command runs as `nobody`, with a copy
+    of the package it can read when the clone is private (`reader_command`).
     """
     prefix: list[str] = []
+    python = [sys.executable]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["HOME"] = "/tmp"
     if IS_ROOT:
         setpriv = shutil.which("setpriv")
         if not setpriv:
             pytest.skip("running as root without setpriv: cannot drop to an unprivileged user")
-        prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["HOME"] = "/tmp"
+        prefix = [setpriv, *READER]
+        python, env = reader_command()
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "team", *args, "--dir", str(ws.root)],
+        [*prefix, *python, "-m", "team", *args, "--dir", str(ws.root)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -215,3 +289,94 @@ def test_assign_is_all_or_nothing_when_the_message_does_not_fit():
         r = run_team("assign", "alice", "Fix the parser", "--dir", str(ws.root))
         one_clear_line(r)
         assert TaskBoard(ws.tasks_dir).list() == []  # no task its owner would never hear of
+
+
+def test_a_full_disk_mid_run_warns_once_holds_the_events_and_writes_them_back():
+    """The review's storm (issue 24, 7): an agent's command fills the disk while the team
+    runs. The event log says so once, tries again a few times a minute rather than
+    spinning (the recovery line counts the tries), keeps every event in memory, and
+    writes them, the audit row of the command that filled the disk among them, once
+    space returns; `team status` says there was an outage."""
+    import json
+    import time
+
+    from fakeapi import FakeMessagesAPI, ScriptedResponder
+    from teamrun import wait_for
+    from test_sandbox_e2e import one_agent_workspace, tool_use
+
+    fill_cmd = "head -c 64M /dev/zero > filler; echo filled"
+    script = ScriptedResponder(
+        [tool_use("fill", ("bash", {"command": fill_cmd})), "Done."], then="Nothing more."
+    )
+    with small_filesystem("8m") as d, FakeMessagesAPI(script) as api:
+        ws = one_agent_workspace(d / "ws", 'sandbox = "off"')
+        out_path = Path(tempfile.mkdtemp(prefix="team-full-out-")) / "out.txt"
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-not-real",
+               "ANTHROPIC_BASE_URL": api.url}  # fmt: skip
+        with open(out_path, "w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "team", "up", "--timeout", "240", "--dir", str(ws.root)],
+                env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+        try:
+            assert run_team("send", "alice", "fill it", "--dir", str(ws.root)).returncode == 0
+            text = lambda: out_path.read_text()  # noqa: E731
+            wait_for(lambda: "cannot record events" in text(), timeout=120, what="the warning")
+            time.sleep(4)  # the team idles on a full disk: no storm
+            during = text()
+            assert during.count("cannot record events") == 1, during
+            assert "could not record" not in during
+            assert len(during.splitlines()) < 40, during
+            (ws.root / "filler").unlink()  # space returns
+            wait_for(lambda: "writable again" in text(), timeout=60, what="the recovery line")
+            line = next(x for x in text().splitlines() if "writable again" in x)
+            secs = float(line.split("after ")[1].split("s and")[0])
+            tries = int(line.split(" and ")[1].split()[0])
+            # 0.5, 1, 2, then one try per 5 s, however many events come: not one per event
+            assert 1 <= tries <= 4 + secs / 5, line
+            wait_for(lambda: "events: recorded again after 1 outage" in
+                     run_team("status", "--dir", str(ws.root)).stdout,
+                     timeout=30, what="team status to say so")  # fmt: skip
+            status = json.loads(run_team("status", "--json", "--dir", str(ws.root)).stdout)
+            assert status["events"]["dropped"] == 0 and status["events"]["outages"] == 1
+            assert run_team("down", "--dir", str(ws.root)).returncode == 0
+            assert proc.wait(timeout=120) == 0, text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        warnings = [x for x in text().splitlines() if "events" in x and "warning" in x]
+        assert len(warnings) <= 3, warnings
+        rows = json.loads(run_team("audit", "--json", "--dir", str(ws.root)).stdout)
+        assert [r["target"] for r in rows if r["tool"] == "bash"] == [fill_cmd]
+        shutil.rmtree(out_path.parent)
+
+
+def test_events_held_on_a_full_disk_are_bounded_and_counted(monkeypatch):
+    """Past HELD_MAX the oldest held events go, counted; the rest are written on recovery."""
+    import sqlite3
+
+    from teamrun import wait_for
+
+    from team.core import events
+
+    monkeypatch.setattr(events, "HELD_MAX", 100)
+    with small_filesystem("2m") as d:
+        log = events.SqliteEventLog(d / "events.db")
+        try:
+            files = fill(d)
+            for i in range(150):
+                log.emit(events.AgentEvent("alice", "idle", f"n{i}"))
+            log.flush()
+            health = log.health()
+            assert health is not None and health["failing_since"] is not None
+            assert health["held"] == 100 and health["dropped"] == 50
+            for p in files:
+                p.unlink()
+            wait_for(lambda: not (log.health() or {}).get("held"), timeout=30, what="recovery")
+        finally:
+            log.close()
+        conn = sqlite3.connect(d / "events.db")
+        kept = [r[0] for r in conn.execute("SELECT detail FROM agent_events ORDER BY id")]
+        conn.close()
+        assert kept == [f"n{i}" for i in range(50, 150)]  # the newest 100, in order

@@ -30,6 +30,20 @@ from team.workspace.places import Workspace
 log = logging.getLogger(__name__)
 
 
+WAIT_STEP_S = 0.5
+"""How often a node waiting for a lease tries again (the countdown's step)."""
+
+
+def waiting_line(agent: str, holder: dict, ttl_ms: int | None) -> str:
+    """`waiting for bob: ... lapses in 12s`, the countdown `team up --agents` shows."""
+    where = f"node {holder.get('node', '?')!r} (pid {holder.get('pid', '?')})"
+    left = f"its lease lapses in {max(0, ttl_ms or 0) / 1000:.0f}s" if ttl_ms else "waiting"
+    return (
+        f"waiting for {agent!r}: it runs on {where}; {left} if that node is gone "
+        "(--no-wait: exit instead)"
+    )
+
+
 class Node:
     """The agents one node runs, their leases and their published status.
 
@@ -67,20 +81,43 @@ class Node:
             Outbox(backend, spool, stop=self.link.stop, sink=sink) if spool is not None else None
         )
 
-    def claim(self) -> None:
+    def claim(self, wait: bool = False, say: Callable[[str, bool], None] | None = None) -> None:
         """Take every agent's lease, or none.
 
+        Args:
+            wait: while another node holds one, wait for it (it lapses, or that node lets
+                go) rather than fail; `say(line, final)` is told how long it may take, once
+                a second (`final` on the last line).
+
         Raises:
-            LeaseHeld: one of them runs on another node (the line names it).
+            LeaseHeld: one of them runs on another node (the line names it), and not `wait`.
         """
         try:
             for name in self.agents:
-                self.leases.acquire(name)
-        except LeaseHeld:
+                self._claim(name, wait, say)
+        except BaseException:  # refused, or Ctrl-C while waiting: hold none of them
             self.leases.close()
             raise
         if self.outbox is not None:
             self.outbox.start()  # what an earlier run here could not deliver goes first
+
+    def _claim(self, name: str, wait: bool, say: Callable[[str, bool], None] | None) -> None:
+        waited = False
+        while True:
+            try:
+                self.leases.acquire(name)
+            except LeaseHeld as e:
+                if not wait:
+                    raise
+                if say is not None:
+                    say(waiting_line(name, e.holder, e.ttl_ms), False)
+                waited = True
+                if self.link.stop.wait(WAIT_STEP_S):
+                    raise
+                continue
+            if waited and say is not None:
+                say(f"took the lease of {name!r}", True)
+            return
 
     def publish(self, status: dict) -> None:
         """Put this node's snapshot of each agent where every machine can read it."""

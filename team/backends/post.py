@@ -42,6 +42,7 @@ def send(
     sink: EventSink | None = None,
     backend: Backend | None = None,
     spool: Callable[[MailMessage], None] | None = None,
+    msg_id: str | None = None,
 ) -> MailMessage:
     """Check one message to `to` and deliver it to their inbox; durable when it returns.
 
@@ -50,6 +51,8 @@ def send(
             one team.toml or TEAM_BACKEND names, for this call.
         spool: takes the checked message instead of delivering it now (a Redis node's
             outbox, which delivers it later and tells its own sink).
+        msg_id: the message's id, chosen by the sender (default: a new uuid); on Redis
+            a second delivery of the same id adds nothing, so a retry delivers once.
 
     Raises:
         UserError: unknown recipient (naming the team's agents), invalid sender name,
@@ -70,6 +73,7 @@ def send(
                 "type": type,
                 "task_id": task_id,
                 "approved": approved,
+                **({"id": msg_id} if msg_id is not None else {}),
             }
         )
     except ValidationError as e:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import redis
 from pydantic import ValidationError
 
-from team.backends.redis_link import DOWN, RedisLink
+from team.backends.redis_link import DOWN, RedisLink, RedisUnavailable
 from team.backends.redis_trim import KEEP, Trimmer
 from team.mailbox.maildir import Status
 from team.mailbox.message import MailMessage
@@ -39,6 +39,19 @@ from team.mailbox.message import MailMessage
 log = logging.getLogger(__name__)
 
 FIELD = "m"
+SENT_KEEP_MS = 24 * 3600 * 1000
+"""How long Redis remembers that a message id was delivered: a retry with the same id
+within this time adds nothing (one small key per message, for a day)."""
+DELIVER_TRIES = 4
+"""Attempts of one delivery when Redis drops the connection (safe: once per message id)."""
+DELIVER = """
+local had = redis.call('GET', KEYS[2])
+if had then return had end
+local id = redis.call('XADD', KEYS[1], '*', ARGV[1], ARGV[2])
+redis.call('SET', KEYS[2], id, 'PX', ARGV[3])
+return id
+"""
+"""XADD unless this message id was delivered already; either way the entry's id."""
 BATCH = 1000
 """Most entries one `receive` claims; the rest come with the next call."""
 BLOCK_MS = 200
@@ -87,6 +100,7 @@ class RedisMailbox:
         self.group = agent
         self.consumer = f"{agent}@{node}"
         self._trimmer = Trimmer(link.client, self.key, self.group, keep)
+        self._deliver = link.client.register_script(DELIVER)  # EVALSHA, loaded once
         self._held: dict[str, StreamClaim] = {}
         self._unsynced: list[StreamClaim] = []
         self._lock = threading.Lock()
@@ -97,13 +111,24 @@ class RedisMailbox:
     # --- writers (anyone) ----------------------------------------------------------
 
     def deliver(self, msg: MailMessage) -> str:
-        """`XADD` the message; returns its entry id once the server has accepted it.
+        """`XADD` the message once per message id; returns its entry id once the server
+        has accepted it.
 
-        A delivery repeated after a lost reply may add the message twice; both carry
-        the same message id, and the reader's session log takes it once.
+        Idempotent: `team:<team>:sent:<agent>:<id>` remembers the entry (for a day), so
+        a delivery repeated after a lost reply, here or by the sender's retry with the same
+        id (`team send --id`), adds nothing. A dropped connection is tried again a few
+        times before `RedisUnavailable`.
         """
-        data = msg.to_json()
-        return self.link.call(lambda r: r.xadd(self.key, {FIELD: data}))
+        keys = [self.key, self.link.key("sent", self.agent, msg.id)]
+        args = [FIELD, msg.to_json(), SENT_KEEP_MS]
+        for attempt in range(DELIVER_TRIES):
+            try:
+                return self.link.call(lambda r: self._deliver(keys=keys, args=args, client=r))
+            except RedisUnavailable:
+                if attempt == DELIVER_TRIES - 1 or self.link.stop.is_set():
+                    raise
+                time.sleep(0.1 * 2**attempt)
+        raise AssertionError("unreachable")
 
     # --- the owner (the agent's lease holder) --------------------------------------
 

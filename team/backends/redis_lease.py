@@ -9,6 +9,10 @@ renewing, so its leases lapse after their time and another node may take the age
 Renewal and release are Lua scripts that act only while the lease is still ours, so a
 node that lost its lease (a long Redis outage) can never extend or delete someone
 else's; a lapsed lease nobody took is taken back.
+
+A lease whose holder ran on this host under a pid that no longer exists (a node killed
+with -9, then started again) is taken at once, without waiting for it to lapse; one
+released cleanly is gone already. Any other holder is waited for (`Node.claim`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from team.backends.redis_link import RedisLink, RedisUnavailable
 from team.core.errors import UserError
@@ -41,6 +46,15 @@ return 0
 """
 """1: renewed; 2: it had lapsed and nobody took it, so it is ours again; 0: lost."""
 
+TAKE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+"""Take a lease from a holder known to be gone: only if it is still that holder's."""
+
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -51,6 +65,52 @@ return 0
 
 class LeaseHeld(UserError):
     """Another node runs this agent; the message names it."""
+
+    def __init__(self, line: str, *, holder: dict | None = None, ttl_ms: int | None = None):
+        super().__init__(line)
+        self.holder = holder or {}
+        self.ttl_ms = ttl_ms
+
+
+def holder_gone(holder: dict) -> bool:
+    """True if the holder ran on this host under a pid that no longer exists.
+
+    Only then is it certain the holder cannot renew: a pid alive here may be the holder or
+    a process that reused its pid (both wait), another host cannot be checked, and a pid
+    of another pid namespace (a container with the same host name) is not ours to check.
+    """
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return False
+    if holder.get("pidns") != pid_namespace():  # containers may share a host name
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's (EPERM)
+        return False
+    return _zombie(pid)
+
+
+def pid_namespace() -> str:
+    """This process's pid namespace (`pid:[4026531836]`): a pid means the same process
+    only within one."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process its parent has not reaped yet is dead too (state Z in /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def describe(agent: str, holder: dict, ttl_ms: int | None = None) -> str:
@@ -95,6 +155,7 @@ class Leases:
         self._thread: threading.Thread | None = None
         self._renew = link.client.register_script(RENEW)
         self._release = link.client.register_script(RELEASE)
+        self._take_script = link.client.register_script(TAKE)
 
     def key(self, agent: str) -> str:
         return self.link.key("lease", agent)
@@ -121,6 +182,7 @@ class Leases:
                 "node": self.node,
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
+                "pidns": pid_namespace(),
                 "dir": self.root,
                 "since": time.time(),
                 "token": uuid.uuid4().hex,
@@ -128,14 +190,26 @@ class Leases:
         )
         key = self.key(agent)
         if not self.link.call(lambda r: r.set(key, value, nx=True, px=self.ttl_ms)):
-            holder = self.holder(agent)
+            raw = self.link.call(lambda r: r.get(key))
+            holder = _parse(raw)
             if holder is None:  # it lapsed between the two calls: try once more
                 return self.acquire(agent)
-            ttl = self.link.call(lambda r: r.pttl(key))
-            raise LeaseHeld(describe(agent, holder, ttl))
+            if holder_gone(holder) and self._take(key, raw, value):
+                log.warning(
+                    "%s: took the lease of pid %s on this host, which is gone",
+                    agent,
+                    holder.get("pid"),
+                )
+            else:
+                ttl = self.link.call(lambda r: r.pttl(key))
+                raise LeaseHeld(describe(agent, holder, ttl), holder=holder, ttl_ms=ttl)
         with self._lock:
             self._mine[agent] = value
         self._start_keeper()
+
+    def _take(self, key: str, old: str, value: str) -> bool:
+        args = [old, value, self.ttl_ms]
+        return bool(self.link.call(lambda r: self._take_script(keys=[key], args=args)))
 
     def release(self, agent: str) -> None:
         """Give `agent`'s lease up (only if it is still ours)."""

@@ -32,9 +32,13 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SOCKET_TIMEOUT_S = 10.0
-"""Longer than any blocking read we issue (`BLOCK` is at most `BLOCK_MS`)."""
-CONNECT_TIMEOUT_S = 3.0
+SOCKET_TIMEOUT_S = 30.0
+"""Longer than any blocking read we issue (`BLOCK` is at most `BLOCK_MS`), and than a
+reply takes from a server that fsyncs every write on a machine at load 30 (10 s was
+seen to time out). A server that is down refuses or resets at once; this is only for
+one that hangs."""
+CONNECT_TIMEOUT_S = 10.0
+"""A loopback connect at high load can take seconds when the server is slow to accept."""
 BACKOFF_MAX_S = 2.0
 """Longest pause between attempts while Redis is down: resuming is prompt."""
 DOWN = (redis.ConnectionError, redis.TimeoutError)

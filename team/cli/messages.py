@@ -45,13 +45,22 @@ text_argument = click.argument("text", required=False)
 @text_argument
 @file_option
 @from_option
+@click.option(
+    "--id",
+    "msg_id",
+    metavar="ID",
+    help="The message's id (letters, digits, _.:-): on Redis, a retry with the same id "
+    "delivers it once.",
+)
 @dir_option
-def send(agent: str, text: str | None, file: Path | None, sender: str, dir: Path) -> None:
+def send(
+    agent: str, text: str | None, file: Path | None, sender: str, msg_id: str | None, dir: Path
+) -> None:
     """Deliver TEXT to AGENT's inbox (whether or not the team is up).
 
     TEXT - reads standard input; --file PATH reads a file.
     """
-    (msg,) = _post(dir, text, file, agent, sender)
+    (msg,) = _post(dir, text, file, agent, sender, msg_id)
     click.echo(f"sent {msg.id} to {agent}")
 
 
@@ -70,7 +79,12 @@ def broadcast(text: str | None, file: Path | None, sender: str, dir: Path) -> No
 
 
 def _post(
-    dir: str, text: str | None, file: Path | None, to: str | None, sender: str
+    dir: str,
+    text: str | None,
+    file: Path | None,
+    to: str | None,
+    sender: str,
+    msg_id: str | None = None,
 ) -> list[MailMessage]:
     """Send the message to `to`, or to every agent but the sender when None.
 
@@ -85,7 +99,7 @@ def _post(
         with event_log(ws) as sink:
             if to is None:
                 return post.broadcast(ws, config, content, sender=sender, sink=sink)
-            return [post.send(ws, config, to, content, sender=sender, sink=sink)]
+            return [post.send(ws, config, to, content, sender=sender, sink=sink, msg_id=msg_id)]
     except OSError as e:
         raise UserError(f"message not sent: {os_error_line(e)}") from None
 

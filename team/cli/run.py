@@ -37,6 +37,11 @@ from team.core.errors import UserError
     metavar="A,B",
     help="Run only these agents (comma-separated): one node of a team on Redis.",
 )
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Redis: exit at once if another node runs one of them (default: wait for it).",
+)
 @dir_option
 def up(
     until_idle: bool,
@@ -45,6 +50,7 @@ def up(
     timeout: float | None,
     sim_latency: float,
     agents: str | None,
+    no_wait: bool,
     dir: Path,
 ) -> None:
     """Run the team in the foreground (until Ctrl-C or `team down`).
@@ -62,7 +68,7 @@ def up(
     from team.agents.runtime.launch import RunOptions, foreground, run_error
 
     picked = agents.split(",") if agents is not None else None
-    opts = RunOptions(until_idle, model, idle_grace, timeout, sim_latency, picked)
+    opts = RunOptions(until_idle, model, idle_grace, timeout, sim_latency, picked, no_wait)
     result = foreground(ws, opts)
     print(result.summary)
     if error := run_error(result, timeout):
@@ -109,6 +115,10 @@ def status(wide: bool, json_out: bool, dir: Path) -> None:
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     click.echo("\n".join(status_lines(out, None if wide else terminal_width(), title)))
+    if out.get("events"):
+        from team.agents.console.printer import events_line
+
+        click.echo(events_line(out["events"]))
     if out.get("mcp"):
         from team.agents.runtime.servers import status_lines as server_lines
 

@@ -12,6 +12,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -229,6 +230,12 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
 
 
 WRITER_CACHE_KIB = 256
+HELD_MAX = 10_000
+"""Events kept in memory while events.db cannot be written (a full disk); the oldest go
+first past this, and are counted."""
+RETRY_S = (0.5, 1.0, 2.0, 5.0)
+"""The waits between write attempts while events.db fails: the last one repeats, so an
+idle team on a full disk tries once every 5 s, whatever it emits meanwhile."""
 
 
 class SqliteEventLog:
@@ -236,6 +243,13 @@ class SqliteEventLog:
 
     `emit` only enqueues, so an agent thread never waits on SQLite. `close` drains the
     queue, so no event emitted before it is lost.
+
+    When a write fails (a full disk, a read-only or locked file) the events are held in
+    memory (up to `HELD_MAX`, the oldest dropped and counted past that) and written on a
+    later try, every `RETRY_S` at most. One warning says the outage began and one says it
+    ended, whatever the number of events in between: the warning is itself an event, so a
+    warning per failed write would feed itself (one failed write, one warning, one more
+    failed write). `health` is the outage for `team status`.
     """
 
     def __init__(self, path: Path) -> None:
@@ -245,6 +259,15 @@ class SqliteEventLog:
         # It only appends, touching the last pages of each table and index, so a small
         # page cache does (SQLite's default grows to 2 MB with the database).
         self._conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        self._held: deque[Event] = deque()
+        self._lock = threading.Lock()  # `health` reads what the writer thread changes
+        self._failing_since: float | None = None
+        self._error = ""
+        self._tries = 0  # failed write attempts in this outage
+        self._next_try = 0.0  # monotonic: no attempt before this while failing
+        self.dropped = 0  # events let go because more than HELD_MAX were held
+        self.failed_writes = 0  # failed write attempts, all outages
+        self.outages = 0
         self._thread = threading.Thread(target=self._run, name="events-writer", daemon=True)
         self._thread.start()
 
@@ -252,7 +275,7 @@ class SqliteEventLog:
         self._q.put(event)
 
     def flush(self, timeout: float = 10.0) -> None:
-        """Wait until everything emitted so far is written."""
+        """Wait until everything emitted so far is written (or held, while failing)."""
         done = threading.Event()
         self._q.put(_Marker(done))  # type: ignore[arg-type]
         done.wait(timeout)
@@ -262,33 +285,119 @@ class SqliteEventLog:
         self._thread.join(timeout=30)
         self._conn.close()
 
+    def health(self) -> dict[str, Any] | None:
+        """None if no write ever failed; else the outage now (`failing_since` set) or the
+        last one: events held, dropped, failed attempts."""
+        with self._lock:
+            if not self.outages:
+                return None
+            return {
+                "failing_since": self._failing_since,
+                "error": self._error,
+                "held": len(self._held),
+                "dropped": self.dropped,
+                "failed_writes": self.failed_writes,
+                "outages": self.outages,
+            }
+
     def _run(self) -> None:
         while True:
-            item = self._q.get()
-            batch = [item]
+            wait = None
+            if self._held:
+                wait = max(0.0, self._next_try - time.monotonic())
+            try:
+                batch = [self._q.get(timeout=wait)]
+            except queue.Empty:
+                batch = []  # time to try the held events again
             while not self._q.empty() and len(batch) < 500:
                 batch.append(self._q.get_nowait())
-            stop = False
-            try:
-                with self._conn:
-                    for ev in batch:
-                        if ev is None:
-                            stop = True
-                        elif not isinstance(ev, _Marker):
-                            self._write(ev)
-            except sqlite3.Error as e:  # e.g. disk full at commit: lose the batch, not the writer
-                log.warning("could not record %d events: %s", len(batch), e)
+            stop = None in batch
+            events = [ev for ev in batch if ev is not None and not isinstance(ev, _Marker)]
+            with self._lock:
+                self._hold(events)
+            if self._held and (stop or time.monotonic() >= self._next_try):
+                self._write_held(last=stop)
             for ev in batch:
                 if isinstance(ev, _Marker):
                     ev.done.set()
             if stop:
                 return
 
+    def _hold(self, events: list[Event]) -> None:
+        self._held.extend(events)
+        over = len(self._held) - HELD_MAX
+        for _ in range(max(0, over)):
+            self._held.popleft()
+        self.dropped += max(0, over)
+
+    def _write_held(self, last: bool) -> None:
+        events = list(self._held)
+        try:
+            with self._conn:
+                for ev in events:
+                    self._write(ev)
+        except sqlite3.Error as e:  # e.g. disk full at commit: keep them, not lose the writer
+            self._failed(e, last)
+            return
+        with self._lock:
+            for _ in events:
+                self._held.popleft()
+            was, self._failing_since = self._failing_since, None
+        if was is not None:
+            log.warning(
+                "events.db is writable again after %s and %d tries: wrote %d held events%s",
+                _took(time.time() - was),
+                self._tries,
+                len(events),
+                f", {self.dropped} dropped (over {HELD_MAX:,} held)" if self.dropped else "",
+            )
+
+    def _failed(self, e: sqlite3.Error, last: bool) -> None:
+        with self._lock:
+            self.failed_writes += 1
+            first = self._failing_since is None
+            if first:
+                self._failing_since, self._tries = time.time(), 0
+                self.outages += 1
+            self._tries += 1
+            self._error = str(e)
+            self._next_try = time.monotonic() + RETRY_S[min(self._tries, len(RETRY_S)) - 1]
+        if first:
+            log.warning(
+                "cannot record events in %s (%s): holding them in memory (up to %s) and "
+                "trying again every few seconds",
+                self.path,
+                e,
+                f"{HELD_MAX:,}",
+            )
+        if last:
+            log.warning(
+                "%d events were not recorded: %s is still failing (%s)",
+                len(self._held) + self.dropped,
+                self.path,
+                e,
+            )
+
     def _write(self, ev: Event) -> None:
         try:
             insert(self._conn, ev)
         except sqlite3.Error as e:  # never let a bad event stop the writer
+            if _outage(e):
+                raise  # the database itself (full, read-only, locked): hold and retry
             log.warning("could not record %s event: %s", ev.table, e)
+
+
+OUTAGE_CODES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_BUSY", "SQLITE_LOCKED")
+
+
+def _outage(e: sqlite3.Error) -> bool:
+    """An error of the database file rather than of one event: held and tried again."""
+    name = getattr(e, "sqlite_errorname", "") or ""
+    return name.startswith(OUTAGE_CODES) or "disk is full" in str(e)
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
 
 
 def insert(conn: sqlite3.Connection, ev: Event) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import TYPE_CHECKING, Literal
@@ -25,6 +26,10 @@ MessageType = Literal[
 ]
 
 
+MESSAGE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+"""A message id: ours are uuid4 hex; a sender may choose its own (`team send --id`)."""
+
+
 class MailMessage(BaseModel):
     """One message: one JSON file in an inbox. Extra keys are kept, not rejected."""
 
@@ -33,7 +38,7 @@ class MailMessage(BaseModel):
     # them only fills it (~1.5 MiB) over a long run. Field names repeat: those are kept.
     model_config = ConfigDict(extra="allow", populate_by_name=True, cache_strings="keys")
 
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, pattern=MESSAGE_ID.pattern)
     type: MessageType = "message"
     sender: str = Field(alias="from")
     to: str

@@ -47,9 +47,9 @@ class McpServerConfig(BaseModel):
     url: str | None = None
     """A streamable HTTP server's endpoint, e.g. http://127.0.0.1:8000/mcp."""
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout: float = Field(120.0, gt=0)
+    timeout: float = Field(120.0, gt=0, le=86_400)
     """Seconds one tool call may take before the agent gets a timeout error."""
-    connect_timeout: float = Field(30.0, gt=0)
+    connect_timeout: float = Field(30.0, gt=0, le=3_600)
     """Seconds to start the server and list its tools."""
     sandbox: Literal["auto", "bwrap", "off"] | None = None
     """A stdio server runs in the team's sandbox ([team] sandbox) unless this says "off"."""

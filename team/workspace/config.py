@@ -26,6 +26,21 @@ AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 CONFIG_FILE = "team.toml"
 SandboxMode = Literal["auto", "bwrap", "off"]
 
+# The largest values team.toml takes: far above any real use, low enough that a typo'd
+# digit is caught before it becomes an rlimit, a sleep or a request the API refuses.
+DAY_S = 86_400
+TIB_MB = 1_048_576
+MAX_USD = 1_000_000.0
+MAX_CHARS = 10_000_000
+MAX_TOKENS_CONTEXT = 2_000_000
+
+
+def check_name(v: str, what: str = "name") -> str:
+    """The rule for every name in team.toml (it may become a folder, a key or a prefix)."""
+    if not AGENT_NAME.match(v):
+        raise ValueError(f"invalid {what} {v!r}: must match {AGENT_NAME.pattern}")
+    return v
+
 
 class ConfigError(UserError):
     """A team.toml problem, already phrased as the one line the user sees."""
@@ -40,13 +55,13 @@ class CompactionConfig(BaseModel):
     """Estimated context tokens above which auto-compaction runs before the next call,
     or a share of the model's context window ("80%"). Raised while the fixed prefix is
     within reach of it (docs/design.md, "Compaction")."""
-    keep_recent: int = Field(3, ge=0)
+    keep_recent: int = Field(3, ge=0, le=10_000)
     """Newest tool results that micro-compaction leaves alone."""
     preserve_tools: list[str] = Field(default_factory=lambda: ["read_file"])
     """Tools whose results are never replaced by placeholders."""
-    min_chars: int = Field(100, ge=0)
+    min_chars: int = Field(100, ge=0, le=MAX_CHARS)
     """Results this short or shorter are left alone."""
-    clear_at_least: int = Field(0, ge=0)
+    clear_at_least: int = Field(0, ge=0, le=MAX_TOKENS_CONTEXT)
     """Placeholders only advance when this many tokens clear at once."""
     micro_policy: Literal["cost", "eager"] = "cost"
     """When micro clears: "cost" in batches that pay for the cache rewrite they cause,
@@ -57,7 +72,7 @@ class CompactionConfig(BaseModel):
     """Turn the micro layer off (for experiments)."""
     auto: bool = True
     """Turn the auto layer off (for experiments)."""
-    result_cap: int = Field(30_000, ge=1_000)
+    result_cap: int = Field(30_000, ge=1_000, le=MAX_CHARS)
     """Characters of one tool result, message or note the model is shown: a longer one
     is kept whole in the agent's results folder, and the model gets its head, its tail
     and how to read the rest (`read_result`)."""
@@ -72,6 +87,8 @@ class CompactionConfig(BaseModel):
         if isinstance(v, int):
             if v <= 0:
                 raise ValueError(f"must be a positive number of tokens, got {v}")
+            if v > MAX_TOKENS_CONTEXT:
+                raise ValueError(f"at most {MAX_TOKENS_CONTEXT:,} tokens, got {v:,}")
             return v
         share = _SHARE.match(v)
         if not share or not 0 < float(share[1]) <= 100:
@@ -95,15 +112,15 @@ class LimitsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    cpu_s: int = Field(300, gt=0)
+    cpu_s: int = Field(300, gt=0, le=DAY_S)
     """CPU seconds each process of a command may use."""
-    memory_mb: int = Field(8192, gt=0)
+    memory_mb: int = Field(8192, gt=0, le=TIB_MB)
     """Memory each process may write to (RLIMIT_DATA), in MiB."""
-    processes: int = Field(512, gt=0)
+    processes: int = Field(512, gt=0, le=65_536)
     """Processes (and threads) one command may run at once."""
-    file_mb: int = Field(1024, gt=0)
+    file_mb: int = Field(1024, gt=0, le=TIB_MB)
     """Largest file a command may write, in MiB."""
-    output_mb: int = Field(64, gt=0)
+    output_mb: int = Field(64, gt=0, le=4096)
     """Output a command may print before it is killed, in MiB."""
 
 
@@ -118,7 +135,7 @@ class AgentConfig(BaseModel):
     prompt: str = ""
     compaction: dict[str, Any] = Field(default_factory=dict)
     """Overrides of any [compaction] key for this agent alone."""
-    budget_usd: float | None = Field(None, gt=0)
+    budget_usd: float | None = Field(None, gt=0, le=MAX_USD)
     """Dollars (list price, team.llm.prices) this agent may spend; then it stops taking work."""
     sandbox: SandboxMode | None = None
     """This agent's sandbox mode, when it differs from [team] sandbox."""
@@ -133,8 +150,7 @@ class AgentConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_is_a_folder(cls, v: str) -> str:
-        if not AGENT_NAME.match(v):
-            raise ValueError(f"invalid agent name {v!r}: must match {AGENT_NAME.pattern}")
+        check_name(v, "agent name")
         if v == "user":
             raise ValueError("'user' is reserved for the person at the CLI")
         return v
@@ -153,8 +169,8 @@ class TeamSection(BaseModel):
     name: str = "team"
     model: str = "sim"
     """An Anthropic model id, or "sim" for the offline simulator."""
-    max_tokens: int = Field(8000, gt=0)
-    budget_usd: float | None = Field(None, gt=0)
+    max_tokens: int = Field(8000, gt=0, le=128_000)
+    budget_usd: float | None = Field(None, gt=0, le=MAX_USD)
     """Dollars the whole team may spend; once reached, every agent stops taking work."""
     sandbox: SandboxMode = "auto"
     """Confine `bash`: "bwrap" (bubblewrap, or refuse to start), "auto" (bubblewrap when
@@ -167,13 +183,23 @@ class TeamSection(BaseModel):
     backend: str = "files"
     """Where inboxes, tasks and leases live: "files" (this machine's .team/) or a Redis URL,
     "redis://host:port/db", for a team spread over several machines. TEAM_BACKEND overrides."""
-    lease_seconds: float = Field(15.0, ge=1.0)
+    lease_seconds: float = Field(15.0, ge=1.0, le=3600.0)
     """Redis backend: how long an agent's lease outlives a node that died without a word."""
 
     lead: str | None = None
     """The agent that coordinates: it gets `team goal`, idle and task notices, plans."""
     isolation: Literal["shared", "worktree"] = "shared"
     """`worktree`: each agent works in its own git worktree (.team/worktrees/<agent>)."""
+
+    @field_validator("name")
+    @classmethod
+    def _team_name(cls, v: str) -> str:
+        return check_name(v, "team name")
+
+    @field_validator("lead")
+    @classmethod
+    def _lead_name(cls, v: str | None) -> str | None:
+        return v if v is None else check_name(v, "agent name")
 
     @field_validator("backend")
     @classmethod
@@ -190,7 +216,7 @@ class HooksConfig(BaseModel):
     """Runs before a task is marked completed; exit 2 refuses the completion."""
     teammate_idle: str | None = None
     """Runs when an agent is about to go idle; exit 2 keeps it working."""
-    timeout: float = Field(60.0, gt=0)
+    timeout: float = Field(60.0, gt=0, le=DAY_S)
     """Seconds a hook may run before it is killed (and counted as passed, with a warning)."""
 
 
@@ -211,7 +237,7 @@ class TeamConfig(BaseModel):
     @classmethod
     def _server_names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
         for name in v:
-            check_server_name(name)
+            check_name(name, "MCP server name")
         return v
 
     def agent(self, name: str) -> AgentConfig:
@@ -276,6 +302,9 @@ def _describe(err: dict[str, Any]) -> str:
     kind = err["type"]
     if kind == "missing":
         return "required key is missing"
+    if kind in ("less_than_equal", "less_than"):
+        most = err["ctx"]["le" if kind == "less_than_equal" else "lt"]
+        return f"at most {most:,}, got {err['input']!r}"
     msg = err["msg"]
     return msg.removeprefix("Value error, ")
 

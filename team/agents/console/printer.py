@@ -103,6 +103,20 @@ class EventPrinter:
         return None
 
 
+def events_line(health: dict) -> str:
+    """`team status`'s line on an events.db outage (`SqliteEventLog.health`)."""
+    dropped = health.get("dropped", 0)
+    lost = f", {dropped:,} dropped" if dropped else ""
+    if health.get("failing_since"):
+        since = time.strftime("%H:%M:%S", time.localtime(health["failing_since"]))
+        return (
+            f"events: NOT recorded since {since} ({health.get('error')}): "
+            f"{health.get('held', 0):,} held in memory{lost}"
+        )
+    n = health.get("outages", 1)
+    return f"events: recorded again after {n} outage{'s' if n != 1 else ''}{lost}"
+
+
 def _doing(st: dict, now: float) -> str:
     """The tool running now, else the last thing the agent did and when."""
     from team.agents.console.activity import ago

@@ -65,6 +65,8 @@ def team_status(ws: Workspace, config: TeamConfig) -> dict:
             name: seen.get(name) or {"state": "disabled" if s.disabled else "down"}
             for name, s in config.mcp_servers.items()
         }
+    if running and "events" in snapshot:  # events.db failed during this run
+        out["events"] = snapshot["events"]
     if "team_spend" in snapshot:
         out["team_spend"] = {**snapshot["team_spend"], "budget_usd": config.team.budget_usd}
     return out

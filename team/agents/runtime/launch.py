@@ -62,6 +62,8 @@ class TeamRun:
         activity: the status' activity and spend, checked by budgets (default: none).
         watch: team.toml as the running team follows it (agents added and removed).
         fsync: fsync session logs and inbox files (off for throwaway experiment runs).
+        lease_wait: on Redis, wait for the leases another node holds, telling this
+            (`Countdown`) how long; None: refuse at once, as `team up --no-wait` does.
 
     Raises:
         UserError: the event log cannot be opened, Redis is unreachable, or another node
@@ -79,9 +81,11 @@ class TeamRun:
         activity: Activity | None = None,
         watch: ConfigWatch | None = None,
         fsync: bool = True,
+        lease_wait: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.ws, self.config = ws, config
         self.watch = watch
+        self.lease_wait = lease_wait
         self.events = open_events(ws)
         self.sink: EventSink = FanoutSink(self.events, *sinks)
         self.node = None
@@ -105,6 +109,7 @@ class TeamRun:
                 activity=activity,
                 watch=self.watch,
                 fsync=fsync,
+                events_health=self.events.health,
             )
         try:
             check.link.ping()  # at start, fail with one line rather than wait
@@ -139,8 +144,12 @@ class TeamRun:
             activity=activity,
             watch=self.watch,
             fsync=fsync,
+            events_health=self.events.health,
         )
-        node.claim()
+        try:
+            node.claim(wait=self.lease_wait is not None, say=self.lease_wait)
+        except KeyboardInterrupt:
+            raise UserError("stopped while waiting for the leases (nothing started)") from None
         self.node = node
         return runtime
 
@@ -192,6 +201,7 @@ class RunOptions:
     timeout: float | None = None
     sim_latency: float = 0.0
     agents: list[str] | None = None  # this node's agents (default: all)
+    no_wait: bool = False  # Redis: refuse at once if another node holds an agent's lease
 
 
 @dataclass
@@ -243,6 +253,7 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
         agents=local,
         activity=activity,
         watch=watch,
+        lease_wait=None if opts.no_wait else Countdown(sys.stderr),
     )
     route_warnings(run.sink, ws.errors_log)  # one path for warnings: the events
     handle_signals(run.runtime)  # before any agent thread exists: Ctrl-C always stops cleanly
@@ -272,6 +283,38 @@ def foreground(ws: Workspace, opts: RunOptions, say: Callable[[str], None] = _sa
     done, total = run.tasks_done()
     summary = counter.summary(done, total, time.monotonic() - run.started)
     return RunResult(finished, done, total, summary, dict(run.runtime.failed))
+
+
+class Countdown:
+    """The line `team up` shows while it waits for a lease: redrawn in place on a
+    terminal, and on a pipe once when it starts, then once a holder or the time changes
+    by 5 s (a supervisor's log gets a few lines, not one per try)."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self._last = ""
+
+    def __call__(self, line: str, final: bool) -> None:
+        if self.tty:
+            end = "\n" if final else ""
+            print(f"\r\033[K{line}", end=end, file=self.out, flush=True)
+            return
+        changed = _drop_digits(line) != _drop_digits(self._last)
+        if final or changed or _secs(self._last) - _secs(line) >= 5:
+            print(line, file=self.out, flush=True)
+            self._last = line
+
+
+def _drop_digits(line: str) -> str:
+    return "".join(c for c in line if not c.isdigit())
+
+
+def _secs(line: str) -> int:
+    import re
+
+    m = re.search(r"lapses in (\d+)s", line)
+    return int(m[1]) if m else 0
 
 
 def pick_agents(config: TeamConfig, agents: list[str] | None) -> list[str]:

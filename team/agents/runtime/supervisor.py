@@ -56,6 +56,8 @@ class Runtime:
         watch: team.toml, checked each second while the team runs; None: never reread.
         courier: how coordination notices go out (a Redis node's outbox, which the
             team waits for before it counts as idle); None: delivered at once.
+        events_health: the event log's outage, if any (`SqliteEventLog.health`): status
+            carries it as `events`.
     """
 
     def __init__(
@@ -75,11 +77,13 @@ class Runtime:
         activity: Activity | None = None,
         watch: ConfigWatch | None = None,
         courier: Courier | None = None,
+        events_health: Callable[[], dict | None] | None = None,
     ) -> None:
         self.ws = ws
         self.config = config
         self.names = list(agents) if agents else config.names()
         self.on_status = on_status
+        self.events_health = events_health
         self.activity = activity  # folds the events `sink` carries (it must be among them)
         self.parts = Parts(
             ws=ws,
@@ -336,6 +340,8 @@ class Runtime:
         out = {"pid": os.getpid(), "updated": time.time(), "agents": agents}
         if self.parts.mcp is not None:
             out["mcp"] = self.parts.mcp.status()
+        if self.events_health is not None and (health := self.events_health()) is not None:
+            out["events"] = health
         if self.activity is not None:
             out["team_spend"] = {
                 "spent_usd": self.activity.team_spent(),
