@@ -121,11 +121,11 @@ class Site:
 
     # -- pages ---------------------------------------------------------------------------
 
-    def page(self, name: str, page: str, title: str, **data: Any) -> HTMLResponse:
+    def page(self, template: str, page: str, title: str, **data: Any) -> HTMLResponse:
         from team.agents.runtime.lock import TeamLock
 
         config = data.pop("config", None) or self.config()
-        html = self.env.get_template(name).render(
+        html = self.env.get_template(template).render(
             nav=NAV,
             page=page,
             title=title,
