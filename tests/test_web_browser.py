@@ -137,7 +137,9 @@ def test_plans_are_approved_and_rejected_from_the_board(tmp_path: Path) -> None:
         page.page.wait_for_selector("#flash.ok")
         no.locator("input[name=why]").fill("too risky this week")
         no.locator("form[data-action=reject] button").click()
-        page.page.wait_for_function("document.querySelector('#flash').textContent.includes('rejected')")
+        page.page.wait_for_function(
+            "document.querySelector('#flash').textContent.includes('rejected')"
+        )
         # the cards update from the stream: the buttons go, the state shows
         page.page.locator(f"#task-{plans[0]} .plan-approved").wait_for(timeout=15_000)
         page.page.locator(f"#task-{plans[1]} .plan-rejected").wait_for(timeout=15_000)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
+import queue
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +42,10 @@ class WebServer:
             stderr=subprocess.PIPE,
             text=True,
         )
+        # a thread reads stderr: select() on a text pipe misses lines already buffered
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         self.lines = [self._line(30)]
         first = self.lines[0]
         assert first.startswith("team web: serving http://"), first + self.proc.stderr.read()
@@ -52,23 +58,31 @@ class WebServer:
         return self.url.split("?", 1)[0]
 
     def _line(self, seconds: float) -> str:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stderr, selectors.EVENT_READ)
-        if not sel.select(seconds):
+        try:
+            return self._lines.get(timeout=seconds).strip()
+        except queue.Empty:
             self.proc.kill()
-            raise AssertionError("team web printed nothing")
-        return self.proc.stderr.readline().strip()
+            raise AssertionError("team web printed nothing") from None
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self._lines.put(line)
+        self._lines.put("")
 
     def stop(self) -> str:
-        """Ctrl-C, as a user stops it; what it wrote to stderr after the ready line."""
+        """Ctrl-C, as a user stops it; what it wrote to stderr after the ready lines."""
         if self.proc.poll() is None:
-            self.proc.send_signal(2)
+            self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        return self.proc.stderr.read()
+        self._reader.join(timeout=10)
+        rest = []
+        while not self._lines.empty():
+            rest.append(self._lines.get())
+        return "".join(rest)
 
 
 @contextlib.contextmanager

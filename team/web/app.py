@@ -111,7 +111,11 @@ class Site:
 
     def event_data(self, table: str, row: dict) -> dict:
         if table == "compactions":
-            row["usd"] = None  # its summary's cost: on the page's next load
+            row["usd"] = None
+            if row.get("layer") != "micro":
+                with queries.events(self.ws) as conn:
+                    model = self.config().team.model
+                    row["usd"] = queries.summary_cost_before(conn, row["agent"], row["ts"], model)
             link = queries.transcript_link(self.ws, row.get("transcript"))
             html = self.fragments.compaction_row(row, link)
             return {"agent": row["agent"], "layer": row["layer"], "html": str(html)}
@@ -171,6 +175,8 @@ class Site:
             config=config,
             deliveries=deliveries,
             inboxes=boxes,
+            mail=sorted((m for b in boxes for m in b["mail"]), key=lambda m: -m["ts"]),
+            per_inbox=queries.MAIL_SHOWN,
         )
 
     def timeline_of(self, conn: Any, config: Any, name: str) -> dict:

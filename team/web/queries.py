@@ -338,17 +338,33 @@ def chart(series: list[tuple[float, int]], marks: list[dict], threshold: int) ->
         "height": height,
         "points": " ".join(f"{x(t)},{y(v)}" for t, v in series),
         "threshold_y": y(threshold),
-        "marks": [
-            {
-                **m,
-                "x": x(m["ts"]),
-                "y1": y(m.get("tokens_before") or 0),
-                "y2": y(m.get("tokens_after") or 0),
-            }
-            for m in marks
-        ],
+        "marks": [_mark(m, x(m["ts"]), y, height - pad) for m in marks],
         "top": top,
     }
+
+
+def _mark(m: dict, x: float, y: Any, bottom: float) -> dict:
+    """A compaction on the chart: a line from its context before to after; a micro
+    clear, whose tokens are of the results it cleared, not of the context, is a tick on
+    the time axis."""
+    if m.get("layer") == "micro":
+        return {**m, "x": x, "y1": bottom - 8, "y2": bottom}
+    return {**m, "x": x, "y1": y(m.get("tokens_before") or 0), "y2": y(m.get("tokens_after") or 0)}
+
+
+def summary_cost_before(
+    conn: sqlite3.Connection | None, agent: str, ts: float, model: str
+) -> float | None:
+    """The cost of the agent's last summary call at or before `ts` (what a compaction
+    event, written after its summary, cost)."""
+    if not _has(conn, "model_calls"):
+        return None
+    row = conn.execute(
+        "SELECT * FROM model_calls WHERE agent = ? AND purpose = 'summary' AND ts <= ?"
+        " ORDER BY ts DESC LIMIT 1",
+        (agent, ts),
+    ).fetchone()
+    return prices.dollars(dict(row), model) if row else None
 
 
 # -- the agent -----------------------------------------------------------------------------

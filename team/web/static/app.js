@@ -87,7 +87,11 @@
     },
     compaction(d) {
       const body = $("#comp-" + CSS.escape(d.agent) + " tbody");
-      if (body) body.append(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
+      if (body) {
+        body.append(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
+        const count = $("#timeline-" + CSS.escape(d.agent) + " .ccount");
+        if (count) count.textContent = String(body.children.length);
+      }
       refreshChart(d.agent);
     },
   };
