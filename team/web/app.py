@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,8 @@ class Site:
         self.env.filters["clock"] = _clock
         self.fragments = self.env.get_template("fragments.html").module
         self._warned: set[str] = set()
+        self._board: Any = None
+        self._board_lock = threading.Lock()
 
     def config(self) -> Any:
         return self.ws.load_config()
@@ -89,6 +92,14 @@ class Site:
 
     def board(self) -> Any:
         return self.backend().board()
+
+    def board_tasks(self) -> list[Any]:
+        """What the Board page lists, from one board the pages share (its view keeps
+        what it has read, so a load parses only the task files that changed)."""
+        with self._board_lock:
+            if self._board is None:
+                self._board = self.board()
+            return queries.board_tasks(self._board)
 
     def warn(self, line: str) -> None:
         if line not in self._warned:
@@ -147,7 +158,7 @@ class Site:
 
     def board_page(self) -> HTMLResponse:
         config = self.config()
-        tasks = queries.board_tasks(self.board())
+        tasks = self.board_tasks()
         return self.page(
             "board.html",
             "board",
@@ -186,13 +197,14 @@ class Site:
             queries.compactions(conn, name),
             queries.summary_costs(conn, name, config.team.model),
         )
-        for row in rows:
+        for row in rows[-queries.COMPACTION_ROWS :]:
             row["link"] = queries.transcript_link(self.ws, row.get("transcript"))
         series = queries.context_series(conn, name)
         return {
             "name": name,
             "threshold": threshold,
-            "rows": rows,
+            "rows": rows[-queries.COMPACTION_ROWS :],
+            "count": len(rows),
             "chart": queries.chart(series, rows, threshold),
         }
 
@@ -244,13 +256,8 @@ class Site:
 
     def study_page(self) -> HTMLResponse:
         config = self.config()
-        tables = []
-        if self.ws.events_db.is_file():
-            from team.study.stats import stats
-            from team.study.stats import tables as stat_tables
-
-            with contextlib.suppress(UserError):
-                tables = stat_tables(stats(self.ws.events_db, config.team.model))
+        with queries.events(self.ws) as conn:
+            tables = queries.study_tables(conn, config.team.model)
         return self.page(
             "study.html",
             "study",

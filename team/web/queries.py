@@ -22,8 +22,9 @@ from team.workspace.places import USER, Workspace
 
 LIVE_TABLES = ("compactions", "deliveries", "agent_events")
 """The event tables the live stream follows, after the last id each client has seen."""
-SERIES_POINTS = 1500  # model calls drawn per agent on the compaction timeline
-COMPACTIONS_SHOWN = 300  # compaction rows per agent
+SERIES_POINTS = 600  # model calls drawn per agent on the compaction timeline
+COMPACTIONS_SHOWN = 300  # compactions marked per agent
+COMPACTION_ROWS = 30  # of which the table lists the newest
 DELIVERIES_SHOWN = 200
 MAIL_SHOWN = 50  # messages listed per inbox
 FINISHED_SHOWN = 50  # finished tasks on the board (the newest)
@@ -365,6 +366,96 @@ def summary_cost_before(
         (agent, ts),
     ).fetchone()
     return prices.dollars(dict(row), model) if row else None
+
+
+# -- study -----------------------------------------------------------------------------------
+
+
+def study_tables(conn: sqlite3.Connection | None, model: str) -> list[dict]:
+    """Per agent and for the team: calls, tokens, dollars, cache hit rate, compactions by
+    layer and mean retention, from grouped scans (`team stats` reads every row; this
+    page must stay fast at 100k events)."""
+    usage = usage_by_agent(conn, model)
+    calls: dict[str, dict] = {}
+    if _has(conn, "model_calls"):
+        for agent, purpose, n, inp, write, read, out in conn.execute(
+            "SELECT agent, purpose, COUNT(*), SUM(input_tokens), SUM(cache_write_tokens),"
+            " SUM(cache_read_tokens), SUM(output_tokens) FROM model_calls"
+            " WHERE error IS NULL GROUP BY agent, purpose"
+        ):
+            d = calls.setdefault(agent, dict.fromkeys(("agent", "summary", "in", "w", "r", "o"), 0))
+            d["summary" if purpose == "summary" else "agent"] += n
+            d["in"] += inp or 0
+            d["w"] += write or 0
+            d["r"] += read or 0
+            d["o"] += out or 0
+    comp: dict[str, dict] = {}
+    if _has(conn, "compactions"):
+        for agent, layer, n, ret in conn.execute(
+            "SELECT agent, layer, COUNT(*), AVG(retention) FROM compactions"
+            " WHERE success GROUP BY agent, layer"
+        ):
+            comp.setdefault(agent, {})[layer] = (n, ret)
+    names = sorted(set(calls) | set(comp))
+    cost_rows, comp_rows = [], []
+    total = dict.fromkeys(("agent", "summary", "in", "w", "r", "o"), 0)
+    for name in names:
+        c = calls.get(name, dict.fromkeys(total, 0))
+        for k in total:
+            total[k] += c[k]
+        u = usage.get(name, {})
+        cost_rows.append(_cost_row(name, c, u.get("usd", 0.0)))
+        layers = comp.get(name, {})
+        rets = [r for _, r in layers.values() if r is not None]
+        comp_rows.append(
+            [name]
+            + [f"{layers.get(k, (0, None))[0]:,}" for k in ("micro", "auto", "manual")]
+            + [f"{100 * sum(rets) / len(rets):.0f}%" if rets else "-"]
+        )
+    if names:
+        cost_rows.append(_cost_row("TEAM", total, sum(u["usd"] for u in usage.values())))
+    return (
+        [
+            {
+                "title": f"Cost and tokens (USD at list price, {model})",
+                "headers": [
+                    "agent",
+                    "calls",
+                    "summaries",
+                    "input",
+                    "cache write",
+                    "cache read",
+                    "output",
+                    "cache hit",
+                    "USD",
+                ],
+                "rows": cost_rows,
+            },
+            {
+                "title": "Compactions (successful) and what they kept",
+                "headers": ["agent", "micro", "auto", "manual", "retention (mean)"],
+                "rows": comp_rows,
+            },
+        ]
+        if names
+        else []
+    )
+
+
+def _cost_row(name: str, c: dict, usd: float) -> list[str]:
+    read_all = c["in"] + c["w"] + c["r"]
+    hit = f"{100 * c['r'] / read_all:.1f}%" if read_all else "-"
+    return [
+        name,
+        f"{c['agent']:,}",
+        f"{c['summary']:,}",
+        f"{c['in']:,}",
+        f"{c['w']:,}",
+        f"{c['r']:,}",
+        f"{c['o']:,}",
+        hit,
+        f"${usd:.4f}" if usd < 0.01 else f"${usd:.2f}",
+    ]
 
 
 # -- the agent -----------------------------------------------------------------------------

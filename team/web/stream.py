@@ -57,6 +57,7 @@ class Follower:
     tasks: dict[int, tuple] = field(default_factory=dict)
     status_stamp: tuple | None = None
     agents: dict[str, str] = field(default_factory=dict)
+    board: Any = None
 
     def start(self, last: dict[str, int] | None) -> None:
         with queries.events(self.site.ws) as conn:
@@ -86,7 +87,9 @@ class Follower:
 
     def _board(self) -> list[Any]:
         try:
-            return queries.board_tasks(self.site.board())
+            if self.board is None:  # its own: a board's view keeps what it has read
+                self.board = self.site.board()
+            return queries.board_tasks(self.board)
         except (OSError, ValueError) as e:  # a board being written by hand, a full disk
             self.site.warn(f"board: {e}")
             return []

@@ -90,7 +90,7 @@
       if (body) {
         body.append(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
         const count = $("#timeline-" + CSS.escape(d.agent) + " .ccount");
-        if (count) count.textContent = String(body.children.length);
+        if (count) count.textContent = String(Number(count.textContent) + 1);
       }
       refreshChart(d.agent);
     },
