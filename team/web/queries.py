@@ -22,7 +22,7 @@ from team.workspace.places import USER, Workspace
 
 LIVE_TABLES = ("compactions", "deliveries", "agent_events")
 """The event tables the live stream follows, after the last id each client has seen."""
-SERIES_POINTS = 600  # model calls drawn per agent on the compaction timeline
+SERIES_POINTS = 400  # model calls drawn per agent on the compaction timeline
 COMPACTIONS_SHOWN = 300  # compactions marked per agent
 COMPACTION_ROWS = 30  # of which the table lists the newest
 DELIVERIES_SHOWN = 200
@@ -321,6 +321,8 @@ def transcript_link(ws: Workspace, transcript: str | None) -> tuple[str, str] | 
 def chart(series: list[tuple[float, int]], marks: list[dict], threshold: int) -> dict:
     """The timeline's geometry (SVG units): the context line, the threshold, the marks."""
     width, height, pad = 900, 180, 8
+    if series:  # the marks of the span the line covers (the newest calls)
+        marks = [m for m in marks if m["ts"] >= series[0][0]]
     times = [t for t, _ in series] + [m["ts"] for m in marks]
     if not times:
         return {"width": width, "height": height, "points": "", "marks": [], "ticks": []}
@@ -348,9 +350,12 @@ def _mark(m: dict, x: float, y: Any, bottom: float) -> dict:
     """A compaction on the chart: a line from its context before to after; a micro
     clear, whose tokens are of the results it cleared, not of the context, is a tick on
     the time axis."""
+    before, after = m.get("tokens_before") or 0, m.get("tokens_after") or 0
+    title = f"{m.get('layer')} ({m.get('trigger')}): {before:,} → {after:,} tokens"
+    out = {"layer": m.get("layer"), "title": title, "x": x}
     if m.get("layer") == "micro":
-        return {**m, "x": x, "y1": bottom - 8, "y2": bottom}
-    return {**m, "x": x, "y1": y(m.get("tokens_before") or 0), "y2": y(m.get("tokens_after") or 0)}
+        return {**out, "y1": bottom - 8, "y2": bottom}
+    return {**out, "y1": y(before), "y2": y(after)}
 
 
 def summary_cost_before(
