@@ -166,5 +166,13 @@ def test_html_in_a_message_is_shown_as_text(tmp_path: Path) -> None:
             assert page.page.evaluate("window.pwned") is None
             assert evil in page.page.inner_text("main")
             assert page.page.locator("main pre *, main .subject *").count() == 0
+        # and as a fragment of the live stream, placed by the page's script
+        r = team_cli(ws.root, "assign", "carol", evil + " live")
+        task_id = int(re.search(r"#(\d+)", r.stdout)[1])
+        page.page.locator(f"#task-{task_id}").wait_for(timeout=15_000)
+        time.sleep(0.3)
+        assert page.page.evaluate("window.pwned") is None
+        assert evil + " live" in page.page.inner_text(f"#task-{task_id}")
+        assert page.page.locator("main pre *, main .subject *").count() == 0
         page.shot("escaped")
         assert page.errors == []
