@@ -12,9 +12,11 @@ from team.cli.base import command, dir_option, workspace
 
 @command("watch")
 @click.option(
-    "--port", type=int, default=8765, show_default=True, help="The port (0: any free one)."
+    "--port", type=int, default=8765, show_default=True, metavar="P", help="The port (0: any free)."
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, metavar="H", help="The address to listen on."
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
 @click.option("--token", metavar="T", help="Ask every request for this token.")
 @dir_option
