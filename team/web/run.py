@@ -107,5 +107,8 @@ def serve(
         import webbrowser
 
         webbrowser.open(url + (f"?token={token}" if token and made else ""))
-    config = uvicorn.Config(create_app(ws, token), log_level="warning", lifespan="off")
+    # an open page keeps its stream: Ctrl-C closes it after 2 s rather than waiting on it
+    config = uvicorn.Config(
+        create_app(ws, token), log_level="warning", lifespan="off", timeout_graceful_shutdown=2
+    )
     uvicorn.Server(config).run(sockets=[sock])
