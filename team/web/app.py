@@ -404,7 +404,7 @@ class Gate:
         self.app = app
         self.token = token
 
-    def _has_token(self, headers: dict[bytes, bytes], query: str) -> bool:
+    def _has_token(self, headers: dict[bytes, bytes]) -> bool:
         assert self.token is not None
         want = self.token.encode()
         auth = headers.get(b"authorization", b"")
@@ -427,7 +427,7 @@ class Gate:
             if _host_name(host) not in LOOPBACK_NAMES:
                 await _plain(send, 403, "this server answers loopback names only\n")
                 return
-        elif not self._has_token(headers, query):
+        elif not self._has_token(headers):
             params = parse_qsl(query, keep_blank_values=True)
             given = dict(params).get("token", "")
             if given and hmac.compare_digest(given.encode(), self.token.encode()):
