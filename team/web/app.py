@@ -80,6 +80,7 @@ class Site:
         self.fragments = self.env.get_template("fragments.html").module
         self._warned: set[str] = set()
         self._board: Any = None
+        self.totals = queries.Totals()
         self._board_lock = threading.Lock()
 
     def config(self) -> Any:
@@ -112,7 +113,7 @@ class Site:
         from team.agents.runtime.control import team_status
 
         config = self.config()
-        return queries.team_cards(self.ws, config, team_status(self.ws, config))
+        return queries.team_cards(self.ws, config, team_status(self.ws, config), self.totals)
 
     def agent_row(self, card: dict) -> str:
         return str(self.fragments.agent_row(card))
@@ -257,7 +258,7 @@ class Site:
     def study_page(self) -> HTMLResponse:
         config = self.config()
         with queries.events(self.ws) as conn:
-            tables = queries.study_tables(conn, config.team.model)
+            tables = queries.study_tables(self.totals.update(conn), config.team.model)
         return self.page(
             "study.html",
             "study",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -87,38 +88,81 @@ def snapshot(ws: Workspace) -> dict:
         return {}
 
 
-def usage_by_agent(conn: sqlite3.Connection | None, model: str, agent: str | None = None) -> dict:
+class Totals:
+    """Running sums of the model calls and compactions, per agent: a fold over the rows
+    after the last id it has seen, so a page scans only what was written since the last
+    one (one grouped query on the primary key's range), never the whole table again.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls_last = 0
+        self.calls: dict[tuple, list[int]] = {}  # (agent, purpose, ttl) -> n, in, out, r, w
+        self.comp_last = 0
+        self.comp: dict[tuple, list[float]] = {}  # (agent, layer) -> n, sum, count of retention
+
+    def update(self, conn: sqlite3.Connection | None) -> Totals:
+        with self.lock:
+            if _has(conn, "model_calls"):
+                self.calls_last = self._fold(
+                    conn,
+                    "SELECT agent, purpose, cache_ttl, COUNT(*), SUM(input_tokens),"
+                    " SUM(output_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens)"
+                    " FROM model_calls WHERE id > ? AND id <= ? AND error IS NULL"
+                    " GROUP BY agent, purpose, cache_ttl",
+                    "model_calls",
+                    self.calls_last,
+                    self.calls,
+                    3,
+                )
+            if _has(conn, "compactions"):
+                self.comp_last = self._fold(
+                    conn,
+                    "SELECT agent, layer, COUNT(*), SUM(retention), COUNT(retention)"
+                    " FROM compactions WHERE id > ? AND id <= ? AND success"
+                    " GROUP BY agent, layer",
+                    "compactions",
+                    self.comp_last,
+                    self.comp,
+                    2,
+                )
+        return self
+
+    @staticmethod
+    def _fold(conn, sql: str, table: str, last: int, into: dict, keys: int) -> int:
+        top = conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+        if top < last:  # another database in its place: start again
+            into.clear()
+            last = 0
+        if top > last:
+            for row in conn.execute(sql, (last, top)):
+                sums = into.setdefault(tuple(row[:keys]), [0] * (len(row) - keys))
+                for i, v in enumerate(row[keys:]):
+                    sums[i] += v or 0
+        return top
+
+
+def usage_by_agent(totals: Totals, model: str) -> dict:
     """Per agent: dollars at list price and the cache hit rate (cache read / all input).
 
     All input is what the model read: uncached input, cache writes and cache reads;
     a hit rate over uncached input alone (a common mistake) can pass 100%.
     """
-    if not _has(conn, "model_calls"):
-        return {}
-    where, args = (
-        ("WHERE error IS NULL AND agent = ?", (agent,)) if agent else ("WHERE error IS NULL", ())
-    )
-    rows = conn.execute(
-        "SELECT agent, cache_ttl, SUM(input_tokens), SUM(output_tokens),"
-        " SUM(cache_read_tokens), SUM(cache_write_tokens), COUNT(*)"
-        f" FROM model_calls {where} GROUP BY agent, cache_ttl",
-        args,
-    ).fetchall()
     out: dict[str, dict] = {}
-    for name, ttl, inp, outp, read, write, calls in rows:
+    with totals.lock:
+        groups = list(totals.calls.items())
+    for (name, _purpose, ttl), (calls, inp, outp, read, write) in groups:
         usage = {
             "cache_ttl": ttl,
-            "input_tokens": inp or 0,
-            "output_tokens": outp or 0,
-            "cache_read_tokens": read or 0,
-            "cache_write_tokens": write or 0,
+            "input_tokens": inp,
+            "output_tokens": outp,
+            "cache_read_tokens": read,
+            "cache_write_tokens": write,
         }
         d = out.setdefault(name, {"usd": 0.0, "read": 0, "input": 0, "calls": 0})
         d["usd"] += prices.dollars(usage, model)
-        d["read"] += usage["cache_read_tokens"]
-        d["input"] += (
-            usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
-        )
+        d["read"] += read
+        d["input"] += inp + write + read
         d["calls"] += calls
     for d in out.values():
         d["hit_rate"] = d["read"] / d["input"] if d["input"] else None
@@ -167,10 +211,10 @@ def agent_card(
     }
 
 
-def team_cards(ws: Workspace, config: TeamConfig, status: dict) -> list[dict]:
+def team_cards(ws: Workspace, config: TeamConfig, status: dict, totals: Totals) -> list[dict]:
     """Every agent of team.toml, as the Team page shows it (status from `team_status`)."""
     with events(ws) as conn:
-        usage = usage_by_agent(conn, config.team.model)
+        usage = usage_by_agent(totals.update(conn), config.team.model)
         return [
             agent_card(
                 config, name, status["agents"].get(name, {}), usage, last_compaction(conn, name)
@@ -376,31 +420,25 @@ def summary_cost_before(
 # -- study -----------------------------------------------------------------------------------
 
 
-def study_tables(conn: sqlite3.Connection | None, model: str) -> list[dict]:
+def study_tables(totals: Totals, model: str) -> list[dict]:
     """Per agent and for the team: calls, tokens, dollars, cache hit rate, compactions by
     layer and mean retention, from grouped scans (`team stats` reads every row; this
     page must stay fast at 100k events)."""
-    usage = usage_by_agent(conn, model)
+    usage = usage_by_agent(totals, model)
     calls: dict[str, dict] = {}
-    if _has(conn, "model_calls"):
-        for agent, purpose, n, inp, write, read, out in conn.execute(
-            "SELECT agent, purpose, COUNT(*), SUM(input_tokens), SUM(cache_write_tokens),"
-            " SUM(cache_read_tokens), SUM(output_tokens) FROM model_calls"
-            " WHERE error IS NULL GROUP BY agent, purpose"
-        ):
-            d = calls.setdefault(agent, dict.fromkeys(("agent", "summary", "in", "w", "r", "o"), 0))
-            d["summary" if purpose == "summary" else "agent"] += n
-            d["in"] += inp or 0
-            d["w"] += write or 0
-            d["r"] += read or 0
-            d["o"] += out or 0
+    with totals.lock:
+        groups = list(totals.calls.items())
+        layers_of = list(totals.comp.items())
+    for (agent, purpose, _ttl), (n, inp, out, read, write) in groups:
+        d = calls.setdefault(agent, dict.fromkeys(("agent", "summary", "in", "w", "r", "o"), 0))
+        d["summary" if purpose == "summary" else "agent"] += n
+        d["in"] += inp
+        d["w"] += write
+        d["r"] += read
+        d["o"] += out
     comp: dict[str, dict] = {}
-    if _has(conn, "compactions"):
-        for agent, layer, n, ret in conn.execute(
-            "SELECT agent, layer, COUNT(*), AVG(retention) FROM compactions"
-            " WHERE success GROUP BY agent, layer"
-        ):
-            comp.setdefault(agent, {})[layer] = (n, ret)
+    for (agent, layer), (n, ret_sum, ret_n) in layers_of:
+        comp.setdefault(agent, {})[layer] = (n, ret_sum / ret_n if ret_n else None)
     names = sorted(set(calls) | set(comp))
     cost_rows, comp_rows = [], []
     total = dict.fromkeys(("agent", "summary", "in", "w", "r", "o"), 0)
