@@ -205,6 +205,7 @@ def test_the_help_lists_every_command_in_its_group() -> None:
         ["transcripts", "show"],
         ["experiment"],
         ["import"],
+        ["web"],
     ],
     ids=lambda c: " ".join(c),
 )

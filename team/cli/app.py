@@ -29,6 +29,7 @@ COMMANDS = (
     "experiment_cmd",
     "import_cmd",
     "mcp_cmd",  # run: mcp
+    "web_cmd",  # watch: web
 )
 """The command modules, in the order `team --help` lists their commands within a group
 (names sorted by an import sorter would lose it)."""

@@ -98,6 +98,11 @@ class Workspace:
         return self.team_dir / "mcp.token"
 
     @property
+    def web_token(self) -> Path:
+        """The token `team web` asks for when it serves off the loopback (0600)."""
+        return self.team_dir / "web.token"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.team_dir / "tasks"
 

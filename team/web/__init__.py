@@ -1,0 +1,1 @@
+"""`team web`: the team and its compaction, live in a browser (docs/design.md, "team web")."""
