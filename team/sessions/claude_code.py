@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from team.core.conversation import ToolResultBlock, ToolUseBlock
+from team.core.conversation import TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import Usage
 from team.sessions.blocks import anthropic_blocks, name_results
 from team.sessions.model import (
@@ -203,14 +203,17 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
             report.dropped["lines with unreadable content"] += 1
             continue
         if o.get("isCompactSummary"):
+            text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             chars = sum(b.chars() for b in blocks)
             if pending_summary is None:  # 1.0.x: the summary line is the whole record
-                agent.compactions.append(CompactionMark(len(agent.turns), "auto", None, chars, n))
+                agent.compactions.append(
+                    CompactionMark(len(agent.turns), "auto", None, chars, n, text)
+                )
                 report.kept["compactions without a boundary line (1.0.x)"] += 1
             else:
                 mark = agent.compactions[pending_summary]
                 agent.compactions[pending_summary] = CompactionMark(
-                    mark.before, mark.trigger, mark.pre_tokens, chars, mark.line
+                    mark.before, mark.trigger, mark.pre_tokens, chars, mark.line, text
                 )
             pending_summary = None
             report.kept["compaction summaries (on the compaction record)"] += 1

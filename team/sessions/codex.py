@@ -46,7 +46,7 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
         elif kind == "compacted":
             summary = str(p.get("message") or "")
             agent.compactions.append(
-                CompactionMark(len(agent.turns), "auto", None, len(summary), n)
+                CompactionMark(len(agent.turns), "auto", None, len(summary), n, summary)
             )
             report.kept["compactions"] += 1
         elif kind == "event_msg":

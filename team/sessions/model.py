@@ -53,6 +53,7 @@ class CompactionMark:
     pre_tokens: int | None
     summary_chars: int
     line: int = 0
+    summary: str = ""  # the summary's text, which the `recorded` strategy replays
 
 
 @dataclass
