@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.sessionlogs import T0, _iso, png
+try:
+    from sessionlogs import T0, _iso, gemini, png  # as the tests import it
+except ImportError:  # python -m tests.session_formats DIR
+    from tests.sessionlogs import T0, _iso, gemini, png
 
 PREFIX = 18_000
 IMAGE = 640  # tokens the API bills an 800 x 600 image
@@ -594,6 +597,7 @@ FIXTURES = {
     "codex-0.77.0.jsonl": lambda p: codex(p, "0.77.0", calls=30),
     "codex-0.118.0-compacted.jsonl": lambda p: codex(p, "0.118.0", calls=50, compact_at=30),
     "openhands-output.jsonl": lambda p: openhands_output(p),
+    "gemini-cli.json": gemini,
 }
 
 

@@ -70,6 +70,9 @@ def _objects(
         except ValueError as e:
             pending = (i, f"not JSON ({getattr(e, 'msg', e)})")
             continue
+        except RecursionError:
+            pending = (i, "not JSON (nested too deep)")
+            continue
         if not isinstance(obj, dict):
             _bad(path, i, "not a JSON object", repair, report)
             continue
@@ -114,6 +117,8 @@ def json_document(path: Path, text: str) -> Any:
         return json.loads(text)
     except ValueError as e:
         raise LogError(path, getattr(e, "lineno", None), f"not JSON ({e.msg})") from None
+    except RecursionError:
+        raise LogError(path, None, "not JSON (nested too deep)") from None
 
 
 def epoch(value: Any) -> float | None:
