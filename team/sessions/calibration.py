@@ -84,9 +84,11 @@ class AgentCalibration:
     cache_ttl: str = "5m"
 
 
-def calibrate(agent: AgentLog) -> AgentCalibration:
-    """Measure tokens per character and the fixed prefix from the agent's usage."""
-    points = []  # (chars of context the call read, recorded input tokens)
+def context_points(agent: AgentLog) -> list[tuple[int, int]]:
+    """(characters of context the call read, its recorded input tokens), per call with
+    usage, the context following the recorded compactions (each starts it anew from its
+    summary)."""
+    points = []
     chars = 0
     marks = {c.before: c for c in agent.compactions}
     for i, t in enumerate(agent.turns):
@@ -95,10 +97,26 @@ def calibrate(agent: AgentLog) -> AgentCalibration:
         if t.role == "assistant" and t.usage is not None and t.usage.input_total > 0:
             points.append((chars, t.usage.input_total))
         chars += message_chars(t.message())
+    return points
+
+
+HELD_OUT_MIN = 4  # calls: fewer, and the fit uses them all and predicts nothing
+
+
+def calibrate(agent: AgentLog) -> AgentCalibration:
+    """Measure tokens per character and the fixed prefix from the agent's usage, on the
+    first half of its calls (all of them when it has fewer than `HELD_OUT_MIN`), so the
+    second half can judge the fit (`held_out`)."""
+    points = context_points(agent)
+    if len(points) >= HELD_OUT_MIN:
+        points = points[: len(points) // 2]
     times = tuple(t.time for t in agent.replies())
     fitted = _fit(points)
     if fitted is None:
         prefix = len(agent.system) + agent.tools_chars
+        if len(points) == 1:  # one call: its input is the prefix plus its context
+            prefix = max(0, round(points[0][1] - points[0][0] / DEFAULT_CHARS_PER_TOKEN))
+            return AgentCalibration(DEFAULT_CHARS_PER_TOKEN, prefix, True, times, agent.cache_ttl)
         return AgentCalibration(
             DEFAULT_CHARS_PER_TOKEN,
             int(prefix / DEFAULT_CHARS_PER_TOKEN),
@@ -108,6 +126,55 @@ def calibrate(agent: AgentLog) -> AgentCalibration:
         )
     per_char, prefix = fitted
     return AgentCalibration(1.0 / per_char, prefix, True, times, agent.cache_ttl)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """How well the calibration predicts the calls it was not fitted on.
+
+    Attributes:
+        calls: the held-out calls (the second half of each agent's calls with usage).
+        recorded: their recorded input tokens (input + cache read + cache write).
+        predicted: what the calibration says they read.
+        total_error: |predicted - recorded| / recorded, over them all.
+        p90: the 90th percentile of each call's |predicted - recorded| / recorded.
+    """
+
+    calls: int
+    recorded: int
+    predicted: int
+    total_error: float
+    p90: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "recorded": self.recorded,
+            "predicted": self.predicted,
+            "total_error": round(self.total_error, 4),
+            "p90": round(self.p90, 4),
+        }
+
+
+def held_out(agents: list[AgentLog], cal: dict[str, AgentCalibration]) -> HeldOut | None:
+    """The calibration of each agent (fitted on its first half) on its second half."""
+    errors: list[float] = []
+    recorded = predicted = 0
+    for a in agents:
+        points = context_points(a)
+        c = cal.get(a.name)
+        if c is None or not c.measured or len(points) < HELD_OUT_MIN:
+            continue
+        for chars, tokens in points[len(points) // 2 :]:
+            guess = round(c.prefix_tokens + chars / c.chars_per_token)
+            recorded += tokens
+            predicted += guess
+            errors.append(abs(guess - tokens) / tokens)
+    if not errors:
+        return None
+    errors.sort()
+    p90 = errors[min(len(errors) - 1, int(0.9 * len(errors)))]
+    return HeldOut(len(errors), recorded, predicted, abs(predicted - recorded) / recorded, p90)
 
 
 def _fit(points: list[tuple[int, int]]) -> tuple[float, int] | None:
@@ -203,8 +270,10 @@ class CalibratedReplay:
         *,
         outputs: dict[str, list[int]] | None = None,
         summary_model: Model | None = None,
+        summaries: dict[str, list[str]] | None = None,
     ) -> None:
         self._turns = {a: deque(ms) for a, ms in turns.items()}
+        self._summaries = {a: deque(s) for a, s in (summaries or {}).items()}
         self._outputs = {a: deque(o) for a, o in (outputs or {}).items()}
         self._times = {a: deque(c.times) for a, c in calibration.items()}
         self._cal = calibration
@@ -257,7 +326,10 @@ class CalibratedReplay:
         agent = request.agent
         cal = self._cal.get(agent) or AgentCalibration(DEFAULT_CHARS_PER_TOKEN, 0, False)
         output: int | None = None
-        if request.purpose == "summary":
+        recorded_summary = self._recorded_summary(agent) if request.purpose == "summary" else None
+        if recorded_summary is not None:
+            content = (TextBlock(recorded_summary),)
+        elif request.purpose == "summary":
             if self._summary is not None:
                 reply = self._summary.complete(request)
                 content: tuple[Block, ...] = reply.content
@@ -282,6 +354,12 @@ class CalibratedReplay:
         usage = self._usage(request, content, cal, output)
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content, stop, usage)
+
+    def _recorded_summary(self, agent: str) -> str | None:
+        """The log's own summary of the compaction being replayed (`recorded`)."""
+        with self._lock:
+            queue = self._summaries.get(agent)
+            return queue.popleft() if queue else None
 
     def _identity(self, m: Message) -> list[tuple[str, int]]:
         """Each block's text for the cache's prefix digest (never billed) and its chars.

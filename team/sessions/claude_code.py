@@ -11,9 +11,17 @@ The file is not a list of messages but a forest of lines linked by `parentUuid`:
 - subagents are sidechains (`isSidechain`, grouped by `agentId`), inline in older logs
   and in `<session>/subagents/agent-*.jsonl` in newer ones.
 
+- older logs (1.0.x) compacted without a boundary: the summary, a user line with
+  `isCompactSummary`, starts a new root itself;
+- the file holds lines that are not the conversation: hook `progress` (in the parent
+  chain), `file-history-snapshot`, `queue-operation`, `summary` titles, ...
+
 The conversation is the path from the last line back to its root, across compaction
 boundaries, plus the lines that hang off that path but belong to it: the other blocks of
 the same replies and the results of its tool calls. Everything else is dropped, counted.
+A link to a line that is not in the file (one `--repair` dropped, or a compaction's
+`logicalParentUuid` into a part of the log no longer kept) is bridged to the nearest
+earlier line of the same session, so the conversation goes on across it.
 """
 
 from __future__ import annotations
@@ -21,18 +29,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from team.core.conversation import ToolResultBlock, ToolUseBlock
+from team.core.conversation import TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import Usage
 from team.sessions.blocks import anthropic_blocks, name_results
 from team.sessions.model import (
     AgentLog,
     CompactionMark,
     ImportReport,
-    LogError,
     Session,
     Turn,
 )
-from team.sessions.source import as_int, epoch, json_lines, read_text
+from team.sessions.source import as_int, epoch, stream_lines
 
 Line = tuple[int, dict[str, Any]]
 FORMAT = "claude-code"
@@ -45,7 +52,30 @@ def looks_like(lines: list[Line]) -> bool:
     )
 
 
+CONVERSATION = frozenset({"user", "assistant", "system"})
+# Record types Claude Code writes that are not the conversation (1.0.x to 2.1.x).
+OTHER = frozenset(
+    {
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "summary",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "mode",
+        "permission-mode",
+        "attachment",
+        "tag",
+        "agent-name",
+        "pr-link",
+    }
+)
+
+
 def read(path: Path, lines: list[Line], report: ImportReport) -> Session:
+    _count_records(lines, report)
+    requests = _requests(lines)
     main = [(n, o) for n, o in lines if not o.get("isSidechain")]
     side = [(n, o) for n, o in lines if o.get("isSidechain")]
     agents = []
@@ -59,12 +89,37 @@ def read(path: Path, lines: list[Line], report: ImportReport) -> Session:
     sub_dir = path.parent / path.stem / "subagents"
     if sub_dir.is_dir():
         for i, sub in enumerate(sorted(sub_dir.glob("agent-*.jsonl")), len(agents)):
-            sub_lines = json_lines(sub, read_text(sub), repair=True, report=report)
+            sub_lines = stream_lines(sub, repair=True, report=report)
+            _count_records(sub_lines, report)
+            requests |= _requests(sub_lines)
             agent_id = sub.stem.removeprefix("agent-")
             agents.append(_conversation(_sub_name(agent_id, i), sub_lines, report, sub))
     agents = [a for a in agents if a.turns]
     report.kept["agents"] = len(agents)
+    report.requests_recorded = len(requests)
     return Session(str(path), FORMAT, agents, report)
+
+
+def _count_records(lines: list[Line], report: ImportReport) -> None:
+    """Lines that are not the conversation, by type; a type not known here is named."""
+    for _, o in lines:
+        kind = o.get("type")
+        if kind in CONVERSATION:
+            continue
+        if kind in OTHER:
+            report.dropped[f"{kind} lines (not the conversation)"] += 1
+        else:
+            report.dropped[f"lines of unknown type {str(kind)[:40]!r} (skipped)"] += 1
+
+
+def _requests(lines: list[Line]) -> set[str]:
+    """The model requests the log records: its replies with usage, one per message.id."""
+    out = set()
+    for n, o in lines:
+        reply = o.get("type") == "assistant" and _is_message(o) and not _synthetic(o)
+        if reply and isinstance(o["message"].get("usage"), dict):
+            out.add(str(o["message"].get("id") or o.get("uuid") or n))
+    return out
 
 
 def _sub_name(agent_id: str, i: int) -> str:
@@ -94,8 +149,9 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
     agent = AgentLog(name)
     if not messages:
         return agent
-    on_path = _final_path(messages[-1][1], by_uuid, report)
-    tree = _roots(by_uuid)
+    links = _Links(lines, by_uuid, report)
+    on_path = _final_path(messages[-1][1], by_uuid, links, report)
+    tree = _roots(by_uuid, links)
     trees = {tree[u] for u in on_path}
     reply_ids = {_msg_id(by_uuid[u][1]) for u in on_path} - {None}
     call_ids: set[str] = set()
@@ -116,6 +172,8 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
             if _is_message(o) or o.get("type") == "system":
                 report.dropped["lines off the final path (branches, resumed copies)"] += 1
             continue
+        if o.get("type") not in CONVERSATION:
+            continue  # a progress line in the parent chain: counted by type already
         if o.get("type") == "system":
             if o.get("subtype") == "compact_boundary":
                 meta = o.get("compactMetadata") or o.get("compact_metadata") or {}
@@ -135,21 +193,31 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
         if _synthetic(o):
             report.dropped["synthetic replies (API errors, interruptions)"] += 1
             continue
+        if not _is_message(o):
+            report.dropped[f"{o.get('type')} lines without a message"] += 1
+            continue
         msg = o["message"]
-        if o.get("isCompactSummary") and pending_summary is not None:
-            mark = agent.compactions[pending_summary]
-            summary = anthropic_blocks(msg.get("content"), report.kept, report.renamed)
-            chars = sum(b.chars() for b in summary)
-            agent.compactions[pending_summary] = CompactionMark(
-                mark.before, mark.trigger, mark.pre_tokens, chars, mark.line
-            )
+        try:
+            blocks = anthropic_blocks(msg.get("content"), report.kept, report.renamed)
+        except ValueError:
+            report.dropped["lines with unreadable content"] += 1
+            continue
+        if o.get("isCompactSummary"):
+            text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+            chars = sum(b.chars() for b in blocks)
+            if pending_summary is None:  # 1.0.x: the summary line is the whole record
+                agent.compactions.append(
+                    CompactionMark(len(agent.turns), "auto", None, chars, n, text)
+                )
+                report.kept["compactions without a boundary line (1.0.x)"] += 1
+            else:
+                mark = agent.compactions[pending_summary]
+                agent.compactions[pending_summary] = CompactionMark(
+                    mark.before, mark.trigger, mark.pre_tokens, chars, mark.line, text
+                )
             pending_summary = None
             report.kept["compaction summaries (on the compaction record)"] += 1
             continue
-        try:
-            blocks = anthropic_blocks(msg.get("content"), report.kept, report.renamed)
-        except ValueError as e:
-            raise LogError(path, n, str(e)) from None
         _add(agent, o, n, blocks)
         for b in blocks:
             if isinstance(b, ToolUseBlock):
@@ -236,29 +304,77 @@ def _usage(msg: dict[str, Any]) -> Usage | None:
     )
 
 
+class _Links:
+    """Each line's parent, with links to lines not in the file bridged to the nearest
+    earlier line of the same session (see the module's docstring)."""
+
+    def __init__(self, lines: list[Line], by_uuid: dict[str, Line], report: ImportReport) -> None:
+        self._by_uuid = by_uuid
+        self._report = report
+        self._order = [str(o["uuid"]) for _, o in lines if o.get("uuid")]
+        self._pos = {u: i for i, u in enumerate(self._order)}
+        self._parents: dict[str, str | None] = {}
+
+    def _before(self, uid: str) -> str | None:
+        """The nearest earlier line of `uid`'s session."""
+        session = self._by_uuid[uid][1].get("sessionId")
+        i = self._pos.get(uid, 0) - 1
+        while i >= 0:
+            other = self._order[i]
+            if self._by_uuid[other][1].get("sessionId") == session:
+                return other
+            i -= 1
+        return None
+
+    def _to(self, uid: str, target: Any) -> str | None:
+        if not target:
+            return None
+        if str(target) in self._by_uuid:
+            return str(target)
+        bridged = self._before(uid)
+        if bridged is not None:
+            self._report.normalised["links to lines not in the file bridged"] += 1
+        else:
+            self._report.dropped["links to lines not in the file"] += 1
+        return bridged
+
+    def parent(self, uid: str) -> str | None:
+        """The tree link: `parentUuid`."""
+        if uid not in self._parents:
+            self._parents[uid] = self._to(uid, self._by_uuid[uid][1].get("parentUuid"))
+        return self._parents[uid]
+
+    def logical(self, uid: str) -> str | None:
+        """The conversation link: across a compaction to the line before it."""
+        o = self._by_uuid[uid][1]
+        if o.get("parentUuid"):
+            return self.parent(uid)
+        if o.get("logicalParentUuid"):
+            return self._to(uid, o.get("logicalParentUuid"))
+        if o.get("isCompactSummary"):  # 1.0.x: a new root, continuing what was before
+            return self._before(uid)
+        return None
+
+
 def _final_path(
-    leaf: dict[str, Any], by_uuid: dict[str, tuple[int, dict[str, Any]]], report: ImportReport
+    leaf: dict[str, Any], by_uuid: dict[str, Line], links: _Links, report: ImportReport
 ) -> set[str]:
     """The uuids from `leaf` back to its first root, across compaction boundaries."""
     path: set[str] = set()
-    cur: dict[str, Any] | None = leaf
-    while cur is not None:
-        uid = str(cur.get("uuid", ""))
+    uid: str | None = str(leaf.get("uuid", ""))
+    while uid is not None and uid in by_uuid:
         if uid in path:
             break  # a cycle: a broken log, stop rather than loop
         path.add(uid)
-        parent = cur.get("parentUuid") or cur.get("logicalParentUuid")
-        if not parent:
-            break
-        if str(parent) not in by_uuid:
-            report.dropped["links to lines not in the file"] += 1
-            break
-        cur = by_uuid[str(parent)][1]
+        uid = links.logical(uid)
+    if not path:
+        path.add(str(leaf.get("uuid", "")))
     return path
 
 
-def _roots(by_uuid: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, str]:
-    """The root of every line's tree (following `parentUuid` only), in linear time."""
+def _roots(by_uuid: dict[str, Line], links: _Links) -> dict[str, str]:
+    """The root of every line's tree (following `parentUuid`), in linear time."""
+    parent = {uid: links.parent(uid) for uid in by_uuid}
     root: dict[str, str] = {}
     for uid in by_uuid:
         chain: list[str] = []
@@ -267,12 +383,12 @@ def _roots(by_uuid: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, str]:
         while cur not in root:
             chain.append(cur)
             in_chain.add(cur)
-            parent = by_uuid[cur][1].get("parentUuid")
-            if not parent or str(parent) not in by_uuid or str(parent) in in_chain:
+            up = parent[cur]
+            if up is None or up in in_chain:
                 root[cur] = cur
                 chain.pop()
                 break
-            cur = str(parent)
+            cur = up
         top = root[cur]
         for c in chain:
             root[c] = top

@@ -30,6 +30,7 @@ def looks_like(lines: list[tuple[int, dict[str, Any]]]) -> bool:
 
 def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportReport) -> Session:
     agent = AgentLog("main")
+    requests: set[str] = set()  # one per call: Codex writes its token_count twice
     open_reply = False  # the last turn is a reply whose usage has not arrived yet
     for n, o in lines:
         kind, p = o.get("type"), o.get("payload")
@@ -46,10 +47,13 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
         elif kind == "compacted":
             summary = str(p.get("message") or "")
             agent.compactions.append(
-                CompactionMark(len(agent.turns), "auto", None, len(summary), n)
+                CompactionMark(len(agent.turns), "auto", None, len(summary), n, summary)
             )
             report.kept["compactions"] += 1
         elif kind == "event_msg":
+            info = p.get("info") if p.get("type") == "token_count" else None
+            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+                requests.add(json.dumps(info.get("total_token_usage"), sort_keys=True))
             if p.get("type") == "token_count" and open_reply:
                 info = p.get("info") or {}
                 last = info.get("last_token_usage") if isinstance(info, dict) else None
@@ -80,6 +84,7 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
     name_results(agent.turns)
     report.kept["replies"] += len(agent.replies())
     report.kept["agents"] = 1
+    report.requests_recorded = len(requests)
     return Session(str(path), FORMAT, [agent], report)
 
 

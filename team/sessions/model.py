@@ -53,6 +53,7 @@ class CompactionMark:
     pre_tokens: int | None
     summary_chars: int
     line: int = 0
+    summary: str = ""  # the summary's text, which the `recorded` strategy replays
 
 
 @dataclass
@@ -79,12 +80,23 @@ class ImportReport:
     dropped: Counter[str] = field(default_factory=Counter)
     repaired: list[str] = field(default_factory=list)
     renamed: Counter[str] = field(default_factory=Counter)  # "Read -> read_file"
+    # what every log of the format holds and the API would not take as it is (a reply
+    # split over lines, empty text blocks): made a valid conversation, counted here
+    normalised: Counter[str] = field(default_factory=Counter)
+    dropped_lines: list[int] = field(default_factory=list)  # unreadable lines dropped
+    requests_recorded: int | None = None  # model requests the log records
+    requests_kept: int = 0  # of which the conversation read keeps
 
     def lines(self) -> list[str]:
         def join(c: Counter[str]) -> str:
             return ", ".join(f"{n} {what}" for what, n in sorted(c.items())) or "nothing"
 
-        out = [f"kept: {join(self.kept)}", f"dropped: {join(self.dropped)}"]
+        out = []
+        if self.requests_recorded is not None:
+            out.append(f"kept {self.requests_kept} of {self.requests_recorded} recorded requests")
+        out += [f"kept: {join(self.kept)}", f"dropped: {join(self.dropped)}"]
+        if self.normalised:
+            out.append("normalised: " + join(self.normalised))
         if self.renamed:
             out.append("tool names mapped: " + join(self.renamed))
         out.append("repaired: " + ("; ".join(self.repaired) if self.repaired else "nothing"))
@@ -96,6 +108,9 @@ class ImportReport:
             "dropped": dict(self.dropped),
             "renamed": dict(self.renamed),
             "repaired": list(self.repaired),
+            "normalised": dict(self.normalised),
+            "requests_recorded": self.requests_recorded,
+            "requests_kept": self.requests_kept,
         }
 
 

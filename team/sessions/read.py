@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from team.sessions import claude_code, codex, gemini, own, plain, trajectories
+from team.sessions import claude_code, codex, gemini, openhands, own, plain, trajectories
 from team.sessions.model import ImportReport, LogError, Session
 from team.sessions.repair import check
-from team.sessions.source import json_document, json_lines, read_text
+from team.sessions.source import json_document, json_lines, read_text, stream_lines
 from team.workspace.places import Workspace
 
 FORMATS = (
     "claude-code",
     "codex",
     "gemini-cli",
+    "openhands",
     "swe-agent",
     "mini-swe-agent",
     "messages-api",
@@ -40,33 +41,57 @@ def read_session(path: Path, *, repair: bool = False) -> Session:
     elif not path.is_file():
         raise LogError(path, None, "no such file or directory")
     else:
-        session = _file(path, read_text(path), repair, report)
+        session = _file(path, repair, report)
     _name_agents(session)
     check(session, repair=repair)
     return session
 
 
-def _file(path: Path, text: str, repair: bool, report: ImportReport) -> Session:
-    head = text.lstrip()[:1]
-    if head == "{" and _one_document(text):
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(1 << 16)
+    except OSError as e:
+        raise LogError(path, None, f"cannot read: {e.strerror or e}") from None
+
+
+def _file(path: Path, repair: bool, report: ImportReport) -> Session:
+    start = _head(path)
+    if not start.strip():
+        raise LogError(path, None, "empty: no records")
+    head = start.lstrip()[:1]
+    if head in (b"{", b"[") and _one_document(start):
+        text = read_text(path)
+        if head == b"{":
+            return _document(path, text, report)
         doc = json_document(path, text)
-        if gemini.looks_like(doc):
-            return gemini.read(path, doc, report)
-        if trajectories.is_swe_agent(doc):
-            return trajectories.read_swe_agent(path, doc, report)
-        if trajectories.is_mini(doc):
-            return trajectories.read_mini(path, doc, report)
-        if plain.looks_like(doc):
-            return plain.read(path, doc, report)
-        if "\n" in text.strip():
-            raise LogError(path, None, _unknown())
-        # one line: perhaps a JSON Lines log of one record
-    elif head == "[":
-        doc = json_document(path, text)
+        if openhands.is_events(doc):
+            return openhands.read_events(path, doc, report)
         if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
             return plain.read(path, {"messages": doc}, report)
         raise LogError(path, None, _unknown())
-    lines = json_lines(path, text, repair=repair, report=report)
+    return _jsonl(path, stream_lines(path, repair=repair, report=report), report)
+
+
+def _document(path: Path, text: str, report: ImportReport) -> Session:
+    doc = json_document(path, text)
+    if gemini.looks_like(doc):
+        return gemini.read(path, doc, report)
+    if openhands.is_output(doc):  # before SWE-agent: both keep a `history`
+        return openhands.read_output(path, [(1, doc)], report)
+    if trajectories.is_swe_agent(doc):
+        return trajectories.read_swe_agent(path, doc, report)
+    if trajectories.is_mini(doc):
+        return trajectories.read_mini(path, doc, report)
+    if plain.looks_like(doc):
+        return plain.read(path, doc, report)
+    if "\n" in text.strip():
+        raise LogError(path, None, _unknown())
+    # one line: perhaps a JSON Lines log of one record
+    return _jsonl(path, json_lines(path, text, repair=False, report=report), report)
+
+
+def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> Session:
     if not lines:
         raise LogError(path, None, "empty: no records")
     if own.looks_like(lines):
@@ -75,16 +100,22 @@ def _file(path: Path, text: str, repair: bool, report: ImportReport) -> Session:
         return claude_code.read(path, lines, report)
     if codex.looks_like(lines):
         return codex.read(path, lines, report)
+    if openhands.is_output(lines[0][1]):
+        return openhands.read_output(path, lines, report)
     raise LogError(path, lines[0][0], _unknown())
 
 
-def _one_document(text: str) -> bool:
-    """A JSON document rather than JSON Lines: more than one line of one object."""
-    first = text.lstrip().split("\n", 1)[0].rstrip()
-    if not (first.startswith("{") and first.endswith("}")):
-        return True  # an object spread over lines (pretty-printed)
-    rest = text.lstrip()[len(first) :].strip()
-    return not rest
+def _one_document(start: bytes) -> bool:
+    """A JSON document rather than JSON Lines (`start` is the file's first 64 KiB): an
+    object spread over lines (pretty-printed), or one line of it and nothing more."""
+    body = start.lstrip()
+    first, sep, rest = body.partition(b"\n")
+    first = first.rstrip()
+    if not sep and len(start) >= 1 << 16:
+        return False  # one long first line, more to come: JSON Lines
+    if not (first[:1] in (b"{", b"[") and first[-1:] in (b"}", b"]")):
+        return True
+    return not rest.strip()
 
 
 def _unknown() -> str:

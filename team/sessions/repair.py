@@ -1,8 +1,10 @@
-"""What the Messages API would reject in a recorded conversation, and `--repair`.
+"""What the Messages API would reject in a recorded conversation, made acceptable.
 
-Without `repair` the first problem is an error naming the file and the line it came
-from. With it, each problem is fixed in the smallest way that keeps what was said, and
-the report says what changed:
+Every agent's log holds some of this as its normal format (Claude Code writes empty text
+blocks, a reply split over lines, a call interrupted before its result), so it is fixed
+whether or not `--repair` was given (`--repair` is for lines that are not JSON, see
+`team.sessions.source`). Each fix is the smallest that keeps what was said, counted in
+the report (`normalised`):
 - empty text blocks are dropped, and turns left empty;
 - two turns of one role in a row are merged into one (results first in a user turn);
 - a tool result whose call is not in the reply just before is dropped;
@@ -22,22 +24,24 @@ from team.sessions.model import AgentLog, LogError, Session, Turn
 NO_RESULT = "(no result was recorded for this call)"
 
 
-def check(session: Session, *, repair: bool) -> None:
-    """Make every agent's turns a conversation the API accepts, or raise on the first
-    problem (`LogError` naming the file and line) when `repair` is off.
+def check(session: Session, *, repair: bool = False) -> None:
+    """Make every agent's turns a conversation the API accepts, counting each fix.
+
+    Raises:
+        LogError: no agent has a model reply left to replay.
     """
     for agent in session.agents:
         _agent(session, agent, repair)
     session.agents = [a for a in session.agents if a.turns]
+    session.report.requests_kept = sum(
+        1 for a in session.agents for t in a.replies() if t.usage is not None
+    )
     if not any(a.replies() for a in session.agents):
         raise LogError(session.source, None, "no model replies in this log, nothing to replay")
 
 
 def _problem(session: Session, agent: AgentLog, turn: Turn, what: str, repair: bool) -> None:
-    if not repair:
-        who = f" ({agent.name})" if len(session.agents) > 1 else ""
-        raise LogError(session.source, turn.line or None, f"{what}{who}; --repair fixes it")
-    session.report.repaired.append(f"{agent.name} line {turn.line}: {what}")
+    session.report.normalised[what] += 1
 
 
 def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
@@ -47,17 +51,17 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
         position.append(len(turns))
         empty = [b for b in t.blocks if isinstance(b, TextBlock) and not b.text.strip()]
         if empty:
-            _problem(session, agent, t, "empty text block", repair)
+            _problem(session, agent, t, "empty text blocks dropped", repair)
             t.blocks = [b for b in t.blocks if b not in empty]
         if not t.blocks:
             if t.role == "assistant" and t.usage is not None and turns:
                 continue  # a reply with nothing in it but usage: nothing to replay
             continue
         if not turns and t.role == "assistant":
-            _problem(session, agent, t, "the conversation starts with a reply", repair)
+            _problem(session, agent, t, "replies before the first user turn dropped", repair)
             continue
         if turns and turns[-1].role == t.role:
-            _problem(session, agent, t, f"two {t.role} turns in a row", repair)
+            _problem(session, agent, t, f"{t.role} turns in a row merged", repair)
             _merge(turns[-1], t)
             continue
         turns.append(t)
@@ -71,15 +75,13 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
         for b in t.blocks:
             if isinstance(b, ToolResultBlock):
                 if b.tool_use_id not in calls or b.tool_use_id in answered:
-                    _problem(
-                        session, agent, t, f"a result without its call ({b.tool_use_id})", repair
-                    )
+                    _problem(session, agent, t, "results without their call dropped", repair)
                     continue
                 answered.append(b.tool_use_id)
             kept.append(b)
         missing = [c for c in calls if c not in answered]
         if missing:
-            _problem(session, agent, t, f"a call without its result ({missing[0]})", repair)
+            _problem(session, agent, t, "calls without a result given one", repair)
             names = {b.id: b.name for b in prev.blocks if isinstance(b, ToolUseBlock)}
             filled = [ToolResultBlock(c, NO_RESULT, names[c], is_error=True) for c in missing]
             kept = filled + kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,34 +23,93 @@ def read_text(path: Path) -> str:
 def json_lines(
     path: Path, text: str, *, repair: bool, report: ImportReport
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Every line of a JSONL file that is a JSON object, with its line number.
+    """Every line of a JSONL text that is a JSON object, with its line number.
 
     A cut last line (a log still being written, or a crash) is dropped and reported.
     Any other unreadable line is an error naming it, unless `repair` drops it.
     """
-    out = []
-    lines = text.split("\n")
-    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
-    for i, line in enumerate(lines):
+    raw = text.encode("utf-8", "surrogatepass").split(b"\n")
+    return _objects(path, iter(raw), repair, report, text.endswith("\n"))
+
+
+def stream_lines(
+    path: Path, *, repair: bool, report: ImportReport
+) -> list[tuple[int, dict[str, Any]]]:
+    """`json_lines` of a file read one line at a time, each line slimmed as it is read
+    (`slim`), so a 50 MB log costs what its conversation costs, not its progress lines
+    and the second copy of every tool result Claude Code keeps."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, 2)
+            ends_with_newline = f.tell() == 0
+            if f.tell():
+                f.seek(-1, 2)
+                ends_with_newline = f.read(1) == b"\n"
+            f.seek(0)
+            return _objects(path, f, repair, report, ends_with_newline)
+    except OSError as e:
+        raise LogError(path, None, f"cannot read: {e.strerror or e}") from None
+
+
+def _objects(
+    path: Path, lines: Iterator[bytes], repair: bool, report: ImportReport, complete: bool
+) -> list[tuple[int, dict[str, Any]]]:
+    out: list[tuple[int, dict[str, Any]]] = []
+    pending: tuple[int, str] | None = None  # the last bad line: a cut last line if last
+    for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if pending is not None:
+            _bad(path, *pending, repair, report)
+            pending = None
         try:
-            obj = json.loads(line)
+            obj = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            pending = (i, "not UTF-8 text")
+            continue
         except ValueError as e:
-            if i == last and not text.endswith("\n"):
-                report.dropped["cut last line"] += 1
-                continue
-            if not repair:
-                raise LogError(path, i + 1, f"not JSON ({e.msg}); --repair drops it") from None
-            report.repaired.append(f"dropped unreadable line {i + 1}")
+            pending = (i, f"not JSON ({getattr(e, 'msg', e)})")
+            continue
+        except RecursionError:
+            pending = (i, "not JSON (nested too deep)")
             continue
         if not isinstance(obj, dict):
-            if not repair:
-                raise LogError(path, i + 1, "not a JSON object; --repair drops it")
-            report.repaired.append(f"dropped line {i + 1} (not a JSON object)")
+            _bad(path, i, "not a JSON object", repair, report)
             continue
-        out.append((i + 1, obj))
+        out.append((i, slim(obj)))
+    if pending is not None:
+        if not complete:
+            report.dropped["cut last line"] += 1
+        else:
+            _bad(path, *pending, repair, report)
     return out
+
+
+def _bad(path: Path, line: int, problem: str, repair: bool, report: ImportReport) -> None:
+    if not repair:
+        raise LogError(path, line, f"{problem}; --repair drops it")
+    report.repaired.append(f"dropped unreadable line {line}")
+    report.dropped_lines.append(line)
+
+
+# Lines no reader needs but their links: Claude Code's hook progress, file snapshots and
+# queue operations, and the UI copies of a Codex conversation.
+_LINK_FIELDS = ("type", "uuid", "parentUuid", "logicalParentUuid", "sessionId", "isSidechain")
+_NOT_CONVERSATION = frozenset({"progress", "file-history-snapshot", "queue-operation"})
+_CODEX_EVENTS_KEPT = frozenset({"token_count", "context_compacted"})
+
+
+def slim(obj: dict[str, Any]) -> dict[str, Any]:
+    """A line with what no reader uses left out (see `_NOT_CONVERSATION`)."""
+    kind = obj.get("type")
+    if kind in _NOT_CONVERSATION:
+        return {k: obj[k] for k in _LINK_FIELDS if k in obj}
+    if kind == "event_msg" and isinstance(obj.get("payload"), dict):
+        sub = obj["payload"].get("type")
+        if sub not in _CODEX_EVENTS_KEPT:
+            return {"type": kind, "payload": {"type": sub}}
+    obj.pop("toolUseResult", None)  # Claude Code's second copy of a tool result
+    return obj
 
 
 def json_document(path: Path, text: str) -> Any:
@@ -57,6 +117,8 @@ def json_document(path: Path, text: str) -> Any:
         return json.loads(text)
     except ValueError as e:
         raise LogError(path, getattr(e, "lineno", None), f"not JSON ({e.msg})") from None
+    except RecursionError:
+        raise LogError(path, None, "not JSON (nested too deep)") from None
 
 
 def epoch(value: Any) -> float | None:

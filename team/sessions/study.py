@@ -3,7 +3,11 @@
 The log is read (`read_session`), written as a workspace (`write_workspace`, into a
 temporary folder unless it already is one of ours), and replayed under each strategy by
 the same `replay_strategy` as our own logs, on a `CalibratedReplay` model. The table
-gains a `recorded` row from the log's own usage.
+gains a `log` row from the log's own usage, and a `recorded` strategy: micro and auto
+off, compacting where the log compacted with the log's own summary text, so its input
+per call is what the recorded calls read; the other strategies are judged against it.
+The calibration is fitted on the first half of each agent's calls and scored on the
+second (`held_out`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from team.llm.base import Model
 from team.sessions.calibration import (
     AgentCalibration,
     CalibratedReplay,
+    HeldOut,
     Recorded,
     calibrate,
+    held_out,
     recorded,
 )
 from team.sessions.model import Session
@@ -36,7 +42,13 @@ from team.study.stats import load
 from team.workspace.config import CompactionConfig
 from team.workspace.places import Workspace
 
+LOG = "log"
 RECORDED = "recorded"
+RECORDED_STRATEGY = Strategy(
+    RECORDED,
+    "micro and auto off; compacts where the log compacted, with the log's own summary",
+    {"micro": False, "auto": False},
+)
 
 
 @dataclass
@@ -49,6 +61,7 @@ class LogExperiment:
     input_totals: dict[str, int]  # strategy -> input + cache read + cache write
     session: Session
     strategies: tuple[Strategy, ...] = STRATEGIES
+    held_out: HeldOut | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = self.experiment.to_dict()
@@ -64,6 +77,7 @@ class LogExperiment:
             }
             for a, c in self.calibration.items()
         }
+        d["held_out"] = self.held_out.to_dict() if self.held_out else None
         d["import"] = self.session.report.to_dict()
         d["strategies"] = {s.name: asdict(s) for s in self.strategies}
         return d
@@ -152,6 +166,9 @@ def replay_log(
     try:
         recording = load_recording(ws.root)
         cal = {a.name: calibrate(a) for a in session.agents}
+        if all(s.name != RECORDED for s in strategies):
+            strategies = (RECORDED_STRATEGY, *strategies)
+        compact_at, summaries = _recorded_compactions(session)
         outputs = {
             a.name: [t.usage.output_tokens if t.usage else None for t in a.replies()]
             for a in session.agents
@@ -161,8 +178,13 @@ def replay_log(
             if progress:
                 progress(f"replaying under {strat.name} ...")
             start = time.monotonic()
+            as_recorded = strat.name == RECORDED
             model = CalibratedReplay(
-                recording.turns(), cal, outputs=outputs, summary_model=summary_model
+                recording.turns(),
+                cal,
+                outputs=outputs,
+                summary_model=summary_model,
+                summaries=summaries if as_recorded else None,
             )
             with run_folder(keep, strat.name) as root:
                 out = replay_strategy(
@@ -171,6 +193,7 @@ def replay_log(
                     _with_ttl(strat.compaction(threshold), cal),
                     root,
                     model=model,
+                    compact_at=compact_at if as_recorded else None,
                 )
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
@@ -192,7 +215,27 @@ def replay_log(
         "replies, tool results from the log, calibrated to its usage"
     )
     exp = Experiment(line, threshold, outcomes)
-    return LogExperiment(exp, recorded(session), cal, totals, session, strategies)
+    judged = held_out(session.agents, cal)
+    return LogExperiment(exp, recorded(session), cal, totals, session, strategies, judged)
+
+
+def _recorded_compactions(
+    session: Session,
+) -> tuple[dict[str, frozenset[int]], dict[str, list[str]]]:
+    """Where each agent compacted (the step before which it did) and its summaries."""
+    at: dict[str, frozenset[int]] = {}
+    texts: dict[str, list[str]] = {}
+    for a in session.agents:
+        steps, summaries = [], []
+        for c in a.compactions:
+            step = sum(1 for t in a.turns[: c.before] if t.role == "assistant")
+            if c.before >= len(a.turns) or step == 0 or step in steps:
+                continue
+            steps.append(step)
+            summaries.append(c.summary or "[summary]" + " " * max(0, c.summary_chars - 9))
+        at[a.name] = frozenset(steps)
+        texts[a.name] = summaries
+    return at, texts
 
 
 def _with_ttl(compaction: dict[str, Any], cal: dict[str, AgentCalibration]) -> dict[str, Any]:
@@ -226,7 +269,7 @@ def recorded_outcome(result: LogExperiment) -> Outcome | None:
         if isinstance(b, ToolResultBlock)
     )
     return Outcome(
-        strategy=RECORDED,
+        strategy=LOG,
         billed_input=r.billed_input,
         total_tokens=r.input_tokens_total + r.output_tokens,
         cache_write_tokens=r.cache_write_tokens,
@@ -243,33 +286,47 @@ def recorded_outcome(result: LogExperiment) -> Outcome | None:
 
 
 def render(result: LogExperiment) -> str:
-    """The table with a `recorded` row first, and the calibration under it."""
+    """The table with a `log` row first, then the figures against it and against the
+    `recorded` strategy, the held-out calibration, the calibration and the import."""
     from team.study.experiment import render as render_table
 
-    builtin = {s.name for s in STRATEGIES}
+    builtin = {s.name for s in STRATEGIES} | {RECORDED}
     exp = result.experiment
     row = recorded_outcome(result)
     if row is not None:
         exp = Experiment(exp.workload, exp.threshold, [row, *exp.outcomes])
     out = [render_table(exp)]
     if row is not None:
-        out.append(f"{RECORDED}: what the log's own usage says the session cost")
+        out.append(f"{LOG}: what the log's own usage says the session cost")
+    out.append(f"{RECORDED}: {RECORDED_STRATEGY.description}")
     out += [f"{s.name}: {s.description}" for s in result.strategies if s.name not in builtin]
     out.append("")
     r = result.recorded
+    as_recorded = result.input_totals.get(RECORDED)
     if r is not None:
         out.append(
-            f"recorded: {r.calls} calls, input tokens total {r.input_tokens_total:,}, "
+            f"{LOG}: {r.calls} calls, input tokens total {r.input_tokens_total:,}, "
             f"billed input {r.billed_input:,.0f}, peak context {r.peak_context:,}"
         )
-        for name, total in result.input_totals.items():
-            if r.input_tokens_total:
-                out.append(
-                    f"  {name}: input tokens total {total:,} "
-                    f"({total / r.input_tokens_total:.2f} x recorded)"
-                )
     else:
-        out.append("recorded: this log has no usage")
+        out.append(f"{LOG}: this log has no usage")
+    for name, total in result.input_totals.items():
+        against = []
+        if r is not None and r.input_tokens_total:
+            against.append(f"{total / r.input_tokens_total:.2f} x {LOG}")
+        if name != RECORDED and as_recorded:
+            against.append(f"{total / as_recorded:.2f} x {RECORDED}")
+        how = f" ({', '.join(against)})" if against else ""
+        out.append(f"  {name}: input tokens total {total:,}{how}")
+    h = result.held_out
+    if h is not None:
+        out.append(
+            f"held-out calibration: fitted on the first half of each agent's calls, "
+            f"{h.calls} calls predicted: total error {h.total_error:.1%}, "
+            f"per-call p90 {h.p90:.1%}"
+        )
+    else:
+        out.append("held-out calibration: too few calls with usage to hold any out")
     for agent, c in result.calibration.items():
         how = "measured from the log's usage" if c.measured else "defaults (no usage to measure)"
         out.append(

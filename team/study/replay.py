@@ -238,8 +238,13 @@ def replay_agent(
     ws: Workspace,
     compaction: CompactionConfig,
     sink: EventSink,
+    compact_at: frozenset[int] = frozenset(),
 ) -> AgentReplay:
     """Replay one agent's log through the real agent step and compactor.
+
+    `compact_at`: steps (0-based) before which to compact as the recorded agent did
+    (the `recorded` strategy of an imported log; its model answers with the log's own
+    summary).
 
     Raises:
         ReplayError: the log is not a conversation the API would accept.
@@ -268,6 +273,8 @@ def replay_agent(
                     compact_focus.clear()
                     agent.compact("manual", "tool", focus)
             elif isinstance(rec, AssistantTurn):
+                if steps in compact_at:
+                    agent.compact("auto", "recorded")
                 uses = agent.step()
                 steps += 1
                 compact_focus = {
@@ -289,6 +296,7 @@ def replay_strategy(
     compaction: dict[str, Any],
     root: Path,
     model: ReplayModel | None = None,
+    compact_at: dict[str, frozenset[int]] | None = None,
 ) -> Outcome:
     """Replay every agent of `recording` under one strategy's `[compaction]` settings.
 
@@ -308,7 +316,8 @@ def replay_strategy(
     done = seen = 0
     try:
         for agent in recording.sessions:
-            r = replay_agent(recording, agent, model, ws, config, events)
+            at = (compact_at or {}).get(agent, frozenset())
+            r = replay_agent(recording, agent, model, ws, config, events, at)
             done += r.tasks_completed
             seen += r.tasks_seen
             if model.left(agent):

@@ -1,0 +1,250 @@
+"""OpenHands: a trajectory (the event list the UI downloads) and evaluation output.
+
+A trajectory is a JSON array of events. An event is an action (`"action"`: message,
+run, read, edit, think, finish, system, recall, ...) or an observation of one
+(`"observation"`, with `cause` naming the action). An action the model chose carries
+`tool_call_metadata`: the tool call's id and name and the whole `model_response` (its
+text, its calls, and, in newer versions, its `usage`); several actions of one response
+share its id. The observation of such an action carries the same tool call id: it is
+the tool result. The `system` action holds the system prompt; a `recall` observation is
+context added to the user's message.
+
+Evaluation output (`output.jsonl`) is one instance per line: `instance_id`, the
+`history` (the same events) and `metrics`, whose `token_usages` hold each call's usage
+by `response_id`. Each instance is its own session; here each is one agent of the
+imported session, named by its instance, and the report counts them.
+
+litellm's `prompt_tokens` counts the cached tokens too; they are taken out of the
+input here, as the Messages API reports them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from team.core.conversation import Block, TextBlock, ToolResultBlock, ToolUseBlock
+from team.llm.base import Usage
+from team.sessions.blocks import name_results, tool_arguments, tool_name
+from team.sessions.model import AgentLog, ImportReport, Session, Turn
+from team.sessions.source import as_int, epoch
+
+FORMAT = "openhands"
+
+
+def _is_event(e: Any) -> bool:
+    return isinstance(e, dict) and ("action" in e or "observation" in e)
+
+
+def is_events(doc: Any) -> bool:
+    """A trajectory: a list of events, most of them actions or observations."""
+    return isinstance(doc, list) and bool(doc) and sum(map(_is_event, doc)) * 2 >= len(doc)
+
+
+def is_output(doc: Any) -> bool:
+    """One evaluation-output instance: a `history` of events, with `metrics` or an id."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        return False
+    events = _flat(doc["history"])
+    return ("metrics" in doc or "instance_id" in doc) and (not events or is_events(events))
+
+
+def read_events(path: Path, doc: list[Any], report: ImportReport) -> Session:
+    agent = _agent("main", doc, {}, report)
+    report.kept["agents"] = 1
+    report.requests_recorded = len(_response_ids(doc))
+    return Session(str(path), FORMAT, [agent], report)
+
+
+def read_output(
+    path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportReport
+) -> Session:
+    agents = []
+    recorded = 0
+    for n, doc in lines:
+        if not is_output(doc):
+            report.dropped["lines that are not an instance"] += 1
+            continue
+        history = _flat(doc["history"])
+        usages = _token_usages(doc.get("metrics"))
+        recorded += len(usages) or len(_response_ids(history))
+        name = str(doc.get("instance_id") or f"instance-{n}")
+        agent = _agent(name, history, usages, report)
+        for t in agent.turns:
+            t.line = t.line or n
+        agents.append(agent)
+    report.kept["sessions (instances)"] += len(agents)
+    report.kept["agents"] = len(agents)
+    report.requests_recorded = recorded
+    return Session(str(path), FORMAT, agents, report)
+
+
+def _flat(history: list[Any]) -> list[Any]:
+    """Older output keeps `[action, observation]` pairs; newer a flat list."""
+    out: list[Any] = []
+    for e in history:
+        out.extend(e if isinstance(e, list) else [e])
+    return out
+
+
+def _token_usages(metrics: Any) -> dict[str, Usage]:
+    if not isinstance(metrics, dict):
+        return {}
+    out = {}
+    for i, u in enumerate(metrics.get("token_usages") or []):
+        if isinstance(u, dict):
+            out[str(u.get("response_id") or f"#{i}")] = _usage(
+                u, as_int(u.get("cache_read_tokens")), as_int(u.get("cache_write_tokens"))
+            )
+    return out
+
+
+def _response_ids(events: list[Any]) -> set[str]:
+    ids = set()
+    for e in events:
+        meta = e.get("tool_call_metadata") if isinstance(e, dict) and "action" in e else None
+        resp = meta.get("model_response") if isinstance(meta, dict) else None
+        if isinstance(resp, dict) and resp.get("id"):
+            ids.add(str(resp["id"]))
+    return ids
+
+
+def _usage(u: dict[str, Any], cache_read: int, cache_write: int) -> Usage:
+    prompt = as_int(u.get("prompt_tokens"))
+    return Usage(
+        input_tokens=max(0, prompt - cache_read - cache_write),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        output_tokens=as_int(u.get("completion_tokens")),
+    )
+
+
+def _response_usage(resp: dict[str, Any]) -> Usage | None:
+    u = resp.get("usage")
+    if not isinstance(u, dict):
+        return None
+    details = u.get("prompt_tokens_details")
+    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    read = as_int(u.get("cache_read_input_tokens")) or cached
+    return _usage(u, read, as_int(u.get("cache_creation_input_tokens")))
+
+
+def _text(e: dict[str, Any]) -> str:
+    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    for value in (args.get("content"), args.get("thought"), e.get("message"), e.get("content")):
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+def _agent(
+    name: str, events: list[Any], usages: dict[str, Usage], report: ImportReport
+) -> AgentLog:
+    agent = AgentLog(name)
+    open_reply: str | None = None  # the model response id of the last assistant turn
+    for i, e in enumerate(events, 1):
+        if not isinstance(e, dict):
+            report.dropped["events that are not objects"] += 1
+            continue
+        when = epoch(e.get("timestamp"))
+        meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+        if "action" in e:
+            kind = e.get("action")
+            if kind == "system":
+                agent.system += _text(e)
+                continue
+            if e.get("source") != "agent" or kind == "recall":
+                text = _text(e) if kind != "recall" else ""
+                if text:
+                    _user(agent, [TextBlock(text)], i, when)
+                else:
+                    report.dropped[f"{kind} actions"] += 1
+                continue
+            resp = (
+                meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+            )
+            rid = str(resp.get("id") or "")
+            blocks: list[Block] = []
+            if not (rid and rid == open_reply):
+                said = _said(resp) or (_text(e) if not meta else "")
+                if said:
+                    blocks.append(TextBlock(said))
+            if meta.get("tool_call_id"):
+                blocks.append(_call(e, meta, resp, report))
+            if not blocks:
+                report.dropped[f"{kind} actions with nothing said"] += 1
+                continue
+            if rid and rid == open_reply and agent.turns and agent.turns[-1].role == "assistant":
+                agent.turns[-1].blocks.extend(blocks)
+                continue
+            if rid and rid == open_reply:  # a result came between calls of one response
+                prev = next(t for t in reversed(agent.turns) if t.role == "assistant")
+                prev.blocks.extend(blocks)
+                continue
+            usage = usages.get(rid) if rid else None
+            if usage is None and resp:
+                usage = _response_usage(resp)
+            agent.turns.append(Turn("assistant", blocks, i, when, usage, rid))
+            open_reply = rid or None
+        elif "observation" in e:
+            kind = e.get("observation")
+            if meta.get("tool_call_id"):
+                content = e.get("content")
+                text = content if isinstance(content, str) else json.dumps(content)
+                _user(agent, [ToolResultBlock(str(meta["tool_call_id"]), text)], i, when)
+            elif kind == "recall" and _text(e):
+                _user(agent, [TextBlock(_text(e))], i, when)
+            else:
+                report.dropped[f"{kind} observations"] += 1
+    for t in agent.turns:
+        if t.role == "user":
+            t.blocks = [b for b in t.blocks if isinstance(b, ToolResultBlock)] + [
+                b for b in t.blocks if not isinstance(b, ToolResultBlock)
+            ]
+    name_results(agent.turns)
+    agent.model = next(
+        (
+            str(e["tool_call_metadata"]["model_response"].get("model") or "")
+            for e in events
+            if isinstance(e, dict)
+            and isinstance(e.get("tool_call_metadata"), dict)
+            and isinstance(e["tool_call_metadata"].get("model_response"), dict)
+        ),
+        "",
+    )
+    report.kept["replies"] += len(agent.replies())
+    return agent
+
+
+def _user(agent: AgentLog, blocks: list[Block], line: int, when: float | None) -> None:
+    last = agent.turns[-1] if agent.turns else None
+    if last is not None and last.role == "user":
+        last.blocks.extend(blocks)
+    else:
+        agent.turns.append(Turn("user", blocks, line, when))
+
+
+def _said(resp: dict[str, Any]) -> str:
+    choices = resp.get("choices")
+    msg = choices[0].get("message") if isinstance(choices, list) and choices else None
+    if isinstance(msg, dict) and isinstance(msg.get("content"), str):
+        return msg["content"] if msg["content"].strip() else ""
+    return ""
+
+
+def _call(
+    e: dict[str, Any], meta: dict[str, Any], resp: dict[str, Any], report: ImportReport
+) -> ToolUseBlock:
+    call_id = str(meta["tool_call_id"])
+    name = str(meta.get("function_name") or e.get("action") or "")
+    args: dict[str, Any] | None = None
+    choices = resp.get("choices")
+    msg = choices[0].get("message") if isinstance(choices, list) and choices else None
+    for c in (msg or {}).get("tool_calls") or [] if isinstance(msg, dict) else []:
+        if isinstance(c, dict) and c.get("id") == call_id:
+            args = tool_arguments((c.get("function") or {}).get("arguments"))
+    if args is None:
+        raw = e.get("args") if isinstance(e.get("args"), dict) else {}
+        args = {k: v for k, v in raw.items() if k != "thought"}
+    return ToolUseBlock(call_id, tool_name(name, report.renamed), args)

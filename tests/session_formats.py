@@ -1,0 +1,611 @@
+"""One session log per format version, synthetic but shaped like the real ones.
+
+`python -m tests.session_formats DIR` writes them all (the committed copies live in
+tests/fixtures/sessions/, see its README). Each is shaped after public logs of that
+version (named in the README): the record types, the links, the way usage is reported.
+The usage is made the way the API counts: every call reads the fixed prefix plus the
+conversation since the last compaction, at `CHARS_PER_TOKEN`; after a compaction the
+conversation starts again from the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+try:
+    from sessionlogs import T0, _iso, gemini, png  # as the tests import it
+except ImportError:  # python -m tests.session_formats DIR
+    from tests.sessionlogs import T0, _iso, gemini, png
+
+PREFIX = 18_000
+IMAGE = 640  # tokens the API bills an 800 x 600 image
+CHARS_PER_TOKEN = 3.4
+RESULT = "def area(w, h):\n    return w * h\n" + "# a line of the file being read\n" * 40
+
+
+def _text_chars(blocks: list[dict[str, Any]]) -> int:
+    """Characters of blocks as the API counts them (text, call name + input, result)."""
+    n = 0
+    for b in blocks:
+        if b.get("type") == "text":
+            n += len(b["text"])
+        elif b.get("type") == "thinking":
+            n += len("[thinking]\n") + len(b["thinking"]) if b["thinking"].strip() else 0
+        elif b.get("type") == "tool_use":
+            n += len(b["name"]) + len(json.dumps(b["input"], ensure_ascii=False))
+        elif b.get("type") == "tool_result":
+            c = b["content"]
+            n += len(c) if isinstance(c, str) else 0  # an image: billed in tokens (IMAGE)
+    return n
+
+
+class Claude:
+    """Claude Code lines of one version: 1.0.x (no progress, old compaction) or 2.1.x."""
+
+    def __init__(self, version: str, session: str = "5e5510aa-0000-4000-8000-000000000001"):
+        self.version = version
+        self.new = not version.startswith("1.")
+        self.session = session
+        self.lines: list[dict[str, Any]] = []
+        self.n = 0
+        self.t = T0
+        self.context = 0
+        self.images = 0  # tokens of images in the context
+        self.last: str | None = None
+
+    def _uid(self) -> str:
+        self.n += 1
+        return f"{self.n:08x}-0000-4000-8000-{self.n:012x}"
+
+    def raw(self, **fields: Any) -> None:
+        self.lines.append(fields)
+
+    def line(self, kind: str, parent: str | None, **fields: Any) -> str:
+        uid = self._uid()
+        self.t += 5
+        rec = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/me/proj",
+            "sessionId": self.session,
+            "version": self.version,
+            "gitBranch": "main",
+            "type": kind,
+            "uuid": uid,
+            "timestamp": _iso(self.t),
+            **fields,
+        }
+        self.lines.append(rec)
+        return uid
+
+    def progress(self, parent: str, k: int = 2) -> str:
+        for _ in range(k):
+            parent = self.line(
+                "progress",
+                parent,
+                data={"type": "hook_progress", "hookEvent": "PostToolUse"},
+                toolUseID="toolu_x",
+            )
+        return parent
+
+    def user(self, content: Any, parent: str | None = None, **extra: Any) -> str:
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        self.context += _text_chars(blocks)
+        self.last = self.line(
+            "user", parent or self.last, message={"role": "user", "content": content}, **extra
+        )
+        return self.last
+
+    def reply(self, mid: str, blocks: list[dict[str, Any]]) -> list[str]:
+        """One reply, one line per block, all with the call's usage; progress lines
+        between the calls in 2.1.x. Returns the uuid of each tool_use line."""
+        seen = int(PREFIX + self.context / CHARS_PER_TOKEN) + self.images
+        usage = {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": 500,
+            "cache_read_input_tokens": max(0, seen - 503),
+            "output_tokens": 90,
+            "service_tier": "standard",
+        }
+        if self.new:
+            usage["cache_creation"] = {
+                "ephemeral_5m_input_tokens": 500,
+                "ephemeral_1h_input_tokens": 0,
+            }
+        calls = []
+        for b in blocks:
+            msg = {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "content": [b],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            }
+            self.last = self.line("assistant", self.last, message=msg, requestId=f"req_{mid}")
+            if b["type"] == "tool_use":
+                calls.append(self.last)
+                if self.new:
+                    self.last = self.progress(self.last)
+        self.context += _text_chars(blocks)
+        return calls
+
+    def results(self, calls: list[str], ids: list[str], content: Any = RESULT) -> None:
+        for parent, tid in zip(calls, ids, strict=True):
+            block = {"tool_use_id": tid, "type": "tool_result", "content": content}
+            self.user([block], parent=parent, toolUseResult={"stdout": str(content)[:200]})
+
+    def compact(self, summary: str) -> None:
+        if self.new:
+            boundary = self.line(
+                "system",
+                None,
+                subtype="compact_boundary",
+                content="Conversation compacted",
+                isMeta=False,
+                level="info",
+                logicalParentUuid=self.last,
+                compactMetadata={
+                    "trigger": "auto",
+                    "preTokens": int(PREFIX + self.context / CHARS_PER_TOKEN),
+                },
+            )
+            parent: str | None = boundary
+        else:
+            parent = None  # 1.0.x: the summary line is a new root of its own
+        self.context = self.images = 0
+        self.user(
+            "This session is being continued from a previous conversation. " + summary,
+            parent=parent,
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+        )
+        self.last = self.lines[-1]["uuid"]
+
+    def write(self, path: Path) -> Path:
+        path.write_text("".join(json.dumps(o) + "\n" for o in self.lines))
+        return path
+
+
+def claude_code(path: Path, version: str, *, replies: int = 40, compact_every: int = 0) -> Path:
+    """A Claude Code session: parallel calls, a split reply, thinking, an empty text
+    block, an image result, a redo branch, hook progress in the chain (2.1.x), the
+    records that are not the conversation, and compactions every `compact_every`."""
+    c = Claude(version)
+    if c.new:
+        c.raw(type="queue-operation", operation="dequeue", timestamp=_iso(T0), sessionId=c.session)
+        c.raw(
+            type="file-history-snapshot",
+            messageId="m0",
+            snapshot={"trackedFileBackups": {}},
+            isSnapshotUpdate=False,
+        )
+    else:
+        c.raw(
+            type="summary",
+            summary="Fixing the area function",
+            leafUuid="00000000-0000-4000-8000-000000000000",
+        )
+    c.user("The area function is wrong; please fix it and run the tests.")
+    for k in range(replies):
+        if compact_every and k and k % compact_every == 0:
+            c.compact(
+                f"Summary {k}: the user asked to fix area(); files read so far. " + "detail " * 300
+            )
+            c.user("Go on.")
+        mid = f"msg_{version.replace('.', '')}_{k:04d}"
+        think = {"type": "thinking", "thinking": f"Step {k}: look at the code.", "signature": "sig"}
+        text = {"type": "text", "text": "" if k == 3 else f"Reading the files, step {k}."}
+        a = {
+            "type": "tool_use",
+            "id": f"toolu_{k:04d}a",
+            "name": "Read",
+            "input": {"file_path": f"/home/me/proj/m{k}.py"},
+        }
+        if k % 5 == 4:  # two calls in parallel: their lines and results branch
+            b = {
+                "type": "tool_use",
+                "id": f"toolu_{k:04d}b",
+                "name": "Bash",
+                "input": {"command": "pytest -q"},
+            }
+            calls = c.reply(mid, [think, text, a, b])
+            c.results(calls, [a["id"], b["id"]])
+        elif k == 7:  # a screenshot read back: an image in the result
+            calls = c.reply(mid, [text, a])
+            image = [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": png(800, 600)},
+                }
+            ]
+            c.results(calls, [a["id"]], image)
+        else:
+            calls = c.reply(mid, [text, a] if k % 3 else [think, text, a])
+            c.results(calls, [a["id"]])
+        if k == 10:  # a redo: an abandoned reply branching off the same parent
+            keep = c.last
+            saved = c.context
+            c.reply(f"msg_abandoned_{k}", [{"type": "text", "text": "An answer the user redid."}])
+            c.last, c.context = keep, saved
+    c.reply(
+        f"msg_{version.replace('.', '')}_end",
+        [{"type": "text", "text": "Fixed: area() multiplies."}],
+    )
+    if c.new:
+        c.line("system", c.last, subtype="turn_duration", durationMs=1234, isMeta=True)
+        c.raw(type="last-prompt", lastPrompt="please fix", sessionId=c.session)
+    return c.write(path)
+
+
+def codex(path: Path, version: str, *, calls: int = 30, compact_at: int = 0) -> Path:
+    """A Codex rollout: session_meta, turn_context per turn, response_item messages,
+    reasoning, function calls (custom_tool_call apply_patch in newer versions), their
+    outputs, event_msg token_count after each call (cached inside input_tokens), the UI
+    copies (agent_message, ...) and, with `compact_at`, a `compacted` line."""
+    out: list[dict[str, Any]] = []
+    t = [T0]
+    context = [0]
+    base = "You are Codex, a coding agent. " * 40
+
+    def ln(kind: str, payload: dict[str, Any]) -> None:
+        t[0] += 3
+        out.append({"timestamp": _iso(t[0]), "type": kind, "payload": payload})
+
+    meta = {
+        "id": "0199aaaa-0000-7000-8000-000000000001",
+        "timestamp": _iso(T0),
+        "cwd": "/home/me/proj",
+        "originator": "codex_cli_rs",
+        "cli_version": version,
+        "model_provider": "openai",
+    }
+    newer = tuple(int(x) for x in version.split(".")[:2]) >= (0, 100)
+    if newer:
+        meta["base_instructions"] = {"text": base}
+    else:
+        meta["instructions"] = base
+    ln("session_meta", meta)
+    user = "Fix area() and run the tests."
+    ln(
+        "response_item",
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": user}]},
+    )
+    ln("event_msg", {"type": "user_message", "message": user, "images": []})
+    context[0] += len(user)
+    total = 0
+    for k in range(calls):
+        if compact_at and k == compact_at:
+            summary = "Summary: area() was wrong, files read, tests run. " + "detail " * 300
+            ln("compacted", {"message": summary, "replacement_history": []})
+            ln("event_msg", {"type": "context_compacted"})
+            context[0] = len(summary)
+        ln(
+            "turn_context",
+            {
+                "cwd": "/home/me/proj",
+                "approval_policy": "on-request",
+                "sandbox_policy": {"type": "workspace-write"},
+                "model": "gpt-5-codex",
+                "effort": "medium",
+                "summary": "auto",
+            },
+        )
+        seen = int(PREFIX + context[0] / CHARS_PER_TOKEN)
+        ln(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"**Step {k}**"}],
+                "content": None,
+                "encrypted_content": "gAAAA",
+            },
+        )
+        ln("event_msg", {"type": "agent_reasoning", "text": f"**Step {k}**"})
+        said = f"Looking at step {k}."
+        ln(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": said}],
+            },
+        )
+        ln("event_msg", {"type": "agent_message", "message": said})
+        cid = f"call_{k:04d}"
+        if newer and k % 4 == 3:
+            patch = (
+                "*** Begin Patch\n*** Update File: area.py\n"
+                "-    return w + h\n+    return w * h\n*** End Patch"
+            )
+            ln(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": cid,
+                    "name": "apply_patch",
+                    "input": patch,
+                },
+            )
+            body = (
+                len("[thinking]\n")
+                + len(f"**Step {k}**")
+                + len(said)
+                + len("edit_file")
+                + len(json.dumps({"input": patch}))
+            )
+            ln(
+                "response_item",
+                {
+                    "type": "custom_tool_call_output",
+                    "call_id": cid,
+                    "output": json.dumps(
+                        {"output": "Success. Updated area.py\n", "metadata": {"exit_code": 0}}
+                    ),
+                },
+            )
+            result = "Success. Updated area.py\n"
+        else:
+            args = json.dumps(
+                {"command": ["bash", "-lc", f"cat m{k}.py"], "workdir": "/home/me/proj"}
+            )
+            ln(
+                "response_item",
+                {"type": "function_call", "name": "shell", "arguments": args, "call_id": cid},
+            )
+            body = (
+                len("[thinking]\n")
+                + len(f"**Step {k}**")
+                + len(said)
+                + len("bash")
+                + len(json.dumps(json.loads(args)))
+            )
+            ln(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": cid,
+                    "output": json.dumps(
+                        {"output": RESULT, "metadata": {"exit_code": 0, "duration_seconds": 0.1}}
+                    ),
+                },
+            )
+            result = RESULT
+        cached = max(0, seen - 400)
+        total += seen
+        usage = {
+            "input_tokens": seen,
+            "cached_input_tokens": cached,
+            "output_tokens": 80,
+            "reasoning_output_tokens": 20,
+            "total_tokens": seen + 100,
+        }
+        info = {
+            "total_token_usage": {**usage, "input_tokens": total},
+            "last_token_usage": usage,
+            "model_context_window": 272000,
+        }
+        # token_count follows the call; Codex writes it once more with the same figures
+        out.insert(
+            len(out) - 1,
+            {
+                "timestamp": _iso(t[0]),
+                "type": "event_msg",
+                "payload": {"type": "token_count", "info": info, "rate_limits": None},
+            },
+        )
+        ln("event_msg", {"type": "token_count", "info": info, "rate_limits": None})
+        context[0] += body + len(result)
+    path.write_text("".join(json.dumps(o) + "\n" for o in out))
+    return path
+
+
+def openhands_output(path: Path, *, instances: int = 2, steps: int = 12) -> Path:
+    """OpenHands evaluation output: one instance a line, its `history` of actions and
+    observations (tool_call_metadata with the model response) and `metrics` with each
+    call's `token_usages` (litellm: prompt_tokens counts the cached ones too)."""
+    lines = []
+    for i in range(instances):
+        t = T0 + i * 3600
+        history: list[dict[str, Any]] = []
+        usages = []
+        system = "You are OpenHands agent, a helpful AI assistant. " * 60
+        history.append(
+            {
+                "id": 0,
+                "timestamp": _iso(t),
+                "source": "agent",
+                "message": system,
+                "action": "system",
+                "args": {
+                    "content": system,
+                    "tools": [],
+                    "openhands_version": "0.35.0",
+                    "agent_class": "CodeActAgent",
+                },
+            }
+        )
+        task = f"<uploaded_files>/workspace/repo{i}</uploaded_files> Fix issue {i}: area() adds."
+        history.append(
+            {
+                "id": 1,
+                "timestamp": _iso(t + 1),
+                "source": "user",
+                "message": task,
+                "action": "message",
+                "args": {"content": task, "image_urls": None, "wait_for_response": False},
+            }
+        )
+        history.append(
+            {
+                "id": 2,
+                "timestamp": _iso(t + 1),
+                "source": "user",
+                "message": "Retrieving content for: ...",
+                "action": "recall",
+                "args": {"recall_type": "workspace_context", "query": task},
+            }
+        )
+        history.append(
+            {
+                "id": 3,
+                "timestamp": _iso(t + 1),
+                "source": "environment",
+                "message": "Added workspace context",
+                "cause": 2,
+                "observation": "recall",
+                "content": "Added workspace context",
+                "extras": {
+                    "recall_type": "workspace_context",
+                    "repo_name": "",
+                    "runtime_hosts": {},
+                },
+            }
+        )
+        context = len(task) + len("Added workspace context")
+        for k in range(steps):
+            rid = f"chatcmpl-{i}-{k:03d}"
+            cid = f"toolu_{i}{k:03d}"
+            cmd = f"cat /workspace/repo{i}/m{k}.py"
+            args = json.dumps({"command": cmd})
+            thought = f"Let me look at m{k}.py."
+            seen = int(PREFIX + context / CHARS_PER_TOKEN)
+            cached = max(0, seen - 700) if k else 0
+            usages.append(
+                {
+                    "model": "anthropic/claude-sonnet-4-20250514",
+                    "prompt_tokens": seen,
+                    "completion_tokens": 60,
+                    "cache_read_tokens": cached,
+                    "cache_write_tokens": seen - cached,
+                    "response_id": rid,
+                }
+            )
+            resp = {
+                "id": rid,
+                "created": int(t),
+                "model": "claude-sonnet-4-20250514",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "finish_reason": "tool_calls",
+                        "index": 0,
+                        "message": {
+                            "content": thought,
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "index": 1,
+                                    "function": {"arguments": args, "name": "execute_bash"},
+                                    "id": cid,
+                                    "type": "function",
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+            meta = {
+                "function_name": "execute_bash",
+                "tool_call_id": cid,
+                "model_response": resp,
+                "total_calls_in_response": 1,
+            }
+            history.append(
+                {
+                    "id": 4 + 2 * k,
+                    "timestamp": _iso(t + 10 * k),
+                    "source": "agent",
+                    "message": f"Running command: {cmd}",
+                    "action": "run",
+                    "tool_call_metadata": meta,
+                    "args": {
+                        "command": cmd,
+                        "is_input": False,
+                        "thought": thought,
+                        "blocking": False,
+                        "hidden": False,
+                        "confirmation_state": "confirmed",
+                    },
+                    "timeout": 120,
+                }
+            )
+            history.append(
+                {
+                    "id": 5 + 2 * k,
+                    "timestamp": _iso(t + 10 * k + 2),
+                    "source": "agent",
+                    "message": f"Command `{cmd}` executed with exit code 0.",
+                    "cause": 4 + 2 * k,
+                    "observation": "run",
+                    "tool_call_metadata": meta,
+                    "content": RESULT,
+                    "extras": {"command": cmd, "metadata": {"exit_code": 0}, "hidden": False},
+                    "success": True,
+                }
+            )
+            context += (
+                len(thought) + len("execute_bash") + len(json.dumps({"command": cmd})) + len(RESULT)
+            )
+        acc = {
+            "model": "default",
+            "prompt_tokens": sum(u["prompt_tokens"] for u in usages),
+            "completion_tokens": 60 * steps,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "response_id": "",
+        }
+        metrics = {
+            "accumulated_cost": 0.5,
+            "accumulated_token_usage": acc,
+            "costs": [],
+            "response_latencies": [],
+            "token_usages": usages,
+        }
+        lines.append(
+            {
+                "instance_id": f"acme__repo-{100 + i}",
+                "test_result": {"git_patch": "diff --git ..."},
+                "instruction": task,
+                "metadata": {"agent_class": "CodeActAgent", "model_name": "claude-sonnet-4"},
+                "history": history,
+                "metrics": metrics,
+                "error": None,
+                "instance": {"repo": "acme/repo"},
+            }
+        )
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    return path
+
+
+FIXTURES = {
+    "claude-code-1.0.90.jsonl": lambda p: claude_code(p, "1.0.90", replies=40),
+    "claude-code-1.0.90-compacted.jsonl": lambda p: claude_code(
+        p, "1.0.90", replies=60, compact_every=25
+    ),
+    "claude-code-2.1.39.jsonl": lambda p: claude_code(p, "2.1.39", replies=40),
+    "claude-code-2.1.39-compacted.jsonl": lambda p: claude_code(
+        p, "2.1.39", replies=60, compact_every=25
+    ),
+    "codex-0.77.0.jsonl": lambda p: codex(p, "0.77.0", calls=30),
+    "codex-0.118.0-compacted.jsonl": lambda p: codex(p, "0.118.0", calls=50, compact_at=30),
+    "openhands-output.jsonl": lambda p: openhands_output(p),
+    "gemini-cli.json": gemini,
+}
+
+
+def write_all(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return [build(folder / name) for name, build in FIXTURES.items()]
+
+
+if __name__ == "__main__":
+    for p in write_all(Path(sys.argv[1])):
+        print(p)
