@@ -9,13 +9,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from pydantic import ValidationError
-
 from team.backends.base import Backend, open_backend
 from team.core.errors import UserError
 from team.core.events import DeliveryEvent, EventSink
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.message import MailMessage
+from team.mailbox.message import MailMessage, MessageError
 from team.workspace.config import AGENT_NAME, TeamConfig
 from team.workspace.places import USER, Workspace
 
@@ -72,10 +70,8 @@ def send(
                 "approved": approved,
             }
         )
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"invalid message {field}: {err['msg']}") from None
+    except MessageError as e:
+        raise UserError(f"invalid message {e.field}: {e.reason}") from None
     if spool is not None:
         spool(msg)
         return msg
