@@ -80,7 +80,7 @@ def _post(
 
     content = text_input(text, file)  # a usage error before anything is read
     ws = workspace(dir)
-    config = ws.load_config()
+    config = ws.load_view()  # no pydantic: team.toml as last validated, if unchanged
     try:
         with event_log(ws) as sink:
             if to is None:
@@ -169,7 +169,7 @@ def inbox(
     from team.backends.base import open_backend
 
     ws = workspace(dir)
-    config = ws.load_config()
+    config = ws.load_view()
     ws.require_agent(config, agent)
     backend = open_backend(ws, config)
     try:

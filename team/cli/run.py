@@ -101,7 +101,7 @@ def status(wide: bool, json_out: bool, dir: Path) -> None:
     from team.agents.runtime.control import team_status
 
     ws = workspace(dir)
-    out = team_status(ws, ws.load_config())
+    out = team_status(ws, ws.load_view())  # no pydantic: team.toml as last validated
     if json_out:
         print(json.dumps(out, indent=2))
         return
