@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from team.core.errors import UserError
-from team.workspace.places import MCP_JSON  # noqa: F401  (where the workspace's files are named)
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 """Short enough that `mcp__<server>__<tool>` leaves room for the tool's own name."""

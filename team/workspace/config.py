@@ -20,7 +20,7 @@ from team.mcp.config import (
     is_tool_pattern,
 )
 from team.workspace.backend_spec import check_url
-from team.workspace.places import CONFIG_FILE, MCP_JSON
+from team.workspace.filenames import CONFIG_FILE, MCP_JSON
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 SandboxMode = Literal["auto", "bwrap", "off"]

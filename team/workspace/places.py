@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from team.core.errors import UserError, os_error_line
+from team.workspace.filenames import CONFIG_FILE, MCP_JSON
 
 if TYPE_CHECKING:  # pydantic: imported by the full loader only (`team send` reads a view)
     from team.workspace.config import TeamConfig
     from team.workspace.snapshot import ConfigView
 
 USER = "user"
-CONFIG_FILE = "team.toml"
-MCP_JSON = ".mcp.json"
-"""Claude Code's project file of servers, read from beside team.toml."""
 TEAM_DIR = ".team"
 TRANSCRIPTS_DIR = ".transcripts"
 SESSION_LOG = "session.jsonl"
