@@ -11,7 +11,6 @@ transcripts and `events.db` stay on the node that runs the agent either way
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from typing import TYPE_CHECKING, Protocol
 
@@ -40,6 +39,8 @@ class Backend(Protocol):
 
 def node_name() -> str:
     """This node's name in leases and consumer names: TEAM_NODE, else the host name."""
+    import socket  # not at load: `team send` and `team status` on files never ask
+
     return os.environ.get("TEAM_NODE", "").strip() or socket.gethostname()
 
 

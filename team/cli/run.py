@@ -105,7 +105,7 @@ def status(wide: bool, json_out: bool, dir: Path) -> None:
     if json_out:
         print(json.dumps(out, indent=2))
         return
-    from team.agents.console.printer import status_lines
+    from team.agents.console.status_table import status_lines
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     click.echo("\n".join(status_lines(out, None if wide else terminal_width(), title)))

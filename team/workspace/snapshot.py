@@ -20,7 +20,6 @@ leaves no file and no message.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -29,6 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from team import __version__
+
+try:  # CPython's own SHA-256: hashlib would load OpenSSL first, which costs more than the rest
+    from _sha256 import sha256
+except ImportError:  # Python 3.12+ names it _sha2; other interpreters have hashlib only
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 if TYPE_CHECKING:
     from team.workspace.config import TeamConfig
@@ -127,7 +134,7 @@ def _file_key(path: Path) -> list[Any] | None:
             data = f.read()
     except FileNotFoundError:
         return None
-    return [st.st_mtime_ns, st.st_size, st.st_ino, hashlib.sha256(data).hexdigest()]
+    return [st.st_mtime_ns, st.st_size, st.st_ino, sha256(data).hexdigest()]
 
 
 def key(config_path: Path, mcp_json: Path) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from typing import TextIO
 
-from team.agents.console.columns import REQUIRED, Column, cut, fit, one_line, wrap
+from team.agents.console.status_table import status_lines  # noqa: F401  (its old home)
 from team.core.events import AgentEvent, CompactionEvent, DeliveryEvent, Event, ModelCallEvent
 
 
@@ -101,109 +101,3 @@ class EventPrinter:
         if isinstance(event, AgentEvent):
             return f"{event.kind}{': ' + event.detail if event.detail else ''}"
         return None
-
-
-def _doing(st: dict, now: float) -> str:
-    """The tool running now, else the last thing the agent did and when."""
-    from team.agents.console.activity import ago
-
-    if st.get("current"):
-        return st["current"]
-    if st.get("last_action"):
-        return f"{st['last_action']} ({ago(st.get('last_action_ts'), now)})"
-    return "-"
-
-
-def _compactions(st: dict) -> str:
-    by = st.get("compactions_by_layer")
-    if not by:  # a status from before the activity fold: auto and manual only
-        return str(st.get("compactions", 0))
-    return f"{by.get('auto', 0)}/{by.get('manual', 0)}/{by.get('micro', 0)}"
-
-
-def _spend(st: dict) -> str:
-    spent = st.get("spent_usd")
-    if spent is None:
-        return "-"
-    from team.llm.prices import usd
-
-    budget = st.get("budget_usd")
-    return usd(spent) + (f"/{usd(budget)}" if budget else "")
-
-
-STATUS_COLUMNS = (
-    Column("agent", keep=REQUIRED),
-    Column("state", keep=900, flex=True, least=16),
-    Column("doing", keep=500, flex=True, least=10),
-    Column("task", keep=400, right=True),
-    Column("context", keep=300, right=True),
-    Column("compactions", keep=200, right=True),
-    Column("calls", keep=100, right=True),
-    Column("inbox", keep=350, right=True),
-    Column("spent", keep=250, right=True),
-)
-WORKTREE_COLUMNS = (Column("branch", keep=150), Column("uncommitted", keep=120, right=True))
-
-
-def status_lines(status: dict, width: int | None, title: str = "") -> list[str]:
-    """The agents' table (for the live display and `team status`), fitted to `width`
-    (None: every column, nothing cut), then the notes and each agent's last error.
-
-    The table says what an agent is doing, the lines under it what last went wrong.
-    """
-    from team.agents.console.activity import ago
-
-    now = time.time()
-    agents = status.get("agents", {})
-    worktree = any("branch" in st for st in agents.values())  # isolation = "worktree"
-    columns = STATUS_COLUMNS + (WORKTREE_COLUMNS if worktree else ())
-    rows = []
-    errors = []
-    paused = []
-    for name, st in agents.items():
-        extra = [st.get("branch") or "-", str(st.get("changes", 0))] if worktree else []
-        rows.append(
-            [
-                name,
-                str(st.get("state", "?")),
-                _doing(st, now),
-                f"#{st['task']}" if st.get("task") else "-",
-                f"{st.get('context_tokens', 0):,}",
-                _compactions(st),
-                str(st.get("calls", 0)),
-                str(st.get("pending", 0)),
-                _spend(st),
-                *extra,
-            ]
-        )
-        error = st.get("error") or st.get("last_error")
-        if error:
-            when = ago(st.get("last_error_ts"), now) if st.get("last_error_ts") else ""
-            errors.append(f"{name}: {cut(one_line(error), 300)}" + (f" ({when})" if when else ""))
-        if st.get("crashes"):
-            errors.append(f"{name}: crashed {st['crashes']} time(s), restarted")
-        if st.get("auto_paused"):
-            paused.append(
-                f"{name}: auto-compaction paused: {cut(one_line(st['auto_paused']), 200)}"
-            )
-    table = fit(columns, rows, width)
-    notes = []
-    if table.dropped:
-        notes.append(f"not shown: {', '.join(table.dropped)} (team status --wide shows them)")
-    if any(st.get("compactions_by_layer") for st in agents.values()) and (
-        "compactions" not in table.dropped
-    ):
-        notes.append("compactions: auto/manual/micro")
-    team = status.get("team_spend")
-    if team:
-        notes.append(f"team spent {_spend(team)}")
-    lines = [title] if title else []
-    lines += table.lines
-    for note in notes:
-        lines += wrap(note, width)
-    lines += [ln for note in paused for ln in wrap(note, width)]
-    if errors:
-        lines.append("last errors:")
-        for e in errors:
-            lines += wrap(e, width, indent="  ")
-    return lines
