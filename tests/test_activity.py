@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from team.agents.console.activity import Activity, spent_so_far
-from team.agents.console.printer import status_lines
+from team.agents.console.status_table import status_lines
 from team.core.events import (
     AgentEvent,
     CompactionEvent,

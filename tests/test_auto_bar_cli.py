@@ -7,7 +7,7 @@ from __future__ import annotations
 from conftest import run_team, write_team
 from test_agent_loop import deliver, runtime, workspace
 
-from team.agents.console.printer import status_lines
+from team.agents.console.status_table import status_lines
 from team.compaction.auto import threshold_for
 from team.core.conversation import ToolUseBlock
 from team.llm.base import Usage

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from team.agents.console.columns import REQUIRED, Column, fit
-from team.agents.console.printer import status_lines
+from team.agents.console.status_table import status_lines
 from team.core.conversation import Message
 
 COLS = (

@@ -113,7 +113,7 @@ class Intake:
             sender=self.agent,
             to=msg.sender,
             content=f"{self.agent} stopped after finishing its step.",
-            request_id=msg.id,
+            model_extra={"request_id": msg.id},
         )
         self.inboxes.mailbox(msg.sender).deliver(reply)
         self.sink.emit(DeliveryEvent(msg.sender, self.agent, reply.id, "sent", "shutdown_response"))

@@ -11,18 +11,18 @@ transcripts and `events.db` stay on the node that runs the agent either way
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from typing import TYPE_CHECKING, Protocol
 
 from team.mailbox.maildir import MaildirMailbox
 from team.workspace.backend_spec import FILES, chosen
-from team.workspace.config import ConfigError, TeamConfig
 from team.workspace.places import Workspace
 
 if TYPE_CHECKING:  # imported where used: `team send` needs neither watchfiles nor the board
     from team.mailbox.waker import Waker
     from team.tasks import TaskBoard
+    from team.workspace.config import TeamConfig
+    from team.workspace.snapshot import ConfigView
 
 
 class Backend(Protocol):
@@ -39,6 +39,8 @@ class Backend(Protocol):
 
 def node_name() -> str:
     """This node's name in leases and consumer names: TEAM_NODE, else the host name."""
+    import socket  # not at load: `team send` and `team status` on files never ask
+
     return os.environ.get("TEAM_NODE", "").strip() or socket.gethostname()
 
 
@@ -122,7 +124,7 @@ class RedisBackend:
 
 def open_backend(
     ws: Workspace,
-    config: TeamConfig,
+    config: TeamConfig | ConfigView,
     *,
     wait: bool = False,
     stop: threading.Event | None = None,
@@ -139,6 +141,8 @@ def open_backend(
     try:
         spec = chosen(config.team.backend)
     except ValueError as e:
+        from team.workspace.config import ConfigError
+
         raise ConfigError(str(e)) from None
     if spec == FILES:
         return FilesBackend(ws)

@@ -8,30 +8,35 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from team.backends.base import Backend, open_backend
 from team.core.errors import UserError
 from team.core.events import DeliveryEvent, EventSink
 from team.mailbox.maildir import MaildirMailbox
-from team.mailbox.message import MailMessage
-from team.workspace.config import AGENT_NAME, TeamConfig
+from team.mailbox.message import MailMessage, MessageError
 from team.workspace.places import USER, Workspace
 
+if TYPE_CHECKING:  # pydantic: `team send` takes the team from a ConfigView
+    from team.workspace.config import TeamConfig
+    from team.workspace.snapshot import ConfigView
 
-def check_sender(config: TeamConfig, sender: str) -> None:
+
+def check_sender(config: TeamConfig | ConfigView, sender: str) -> None:
     """A sender is a teammate or `user`: `--from nobody` would forge a reply path."""
+    if sender == USER or sender in config.names():
+        return  # team.toml's names all match AGENT_NAME (the loader checked them)
+    from team.workspace.config import AGENT_NAME
+
     if not AGENT_NAME.match(sender):
         raise UserError(f"invalid sender name {sender!r}: must match {AGENT_NAME.pattern}")
-    if sender != USER and sender not in config.names():
-        known = ", ".join([*config.names(), USER])
-        raise UserError(f"unknown sender {sender!r} (one of: {known})")
+    known = ", ".join([*config.names(), USER])
+    raise UserError(f"unknown sender {sender!r} (one of: {known})")
 
 
 def send(
     ws: Workspace,
-    config: TeamConfig,
+    config: TeamConfig | ConfigView,
     to: str,
     content: str,
     *,
@@ -76,10 +81,8 @@ def send(
                 **({"id": msg_id} if msg_id is not None else {}),
             }
         )
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"invalid message {field}: {err['msg']}") from None
+    except MessageError as e:
+        raise UserError(f"invalid message {e.field}: {e.reason}") from None
     if spool is not None:
         spool(msg)
         return msg
@@ -97,7 +100,9 @@ def deliver(backend: Backend, msg: MailMessage, sink: EventSink | None = None) -
 
 
 @contextlib.contextmanager
-def _using(ws: Workspace, config: TeamConfig, backend: Backend | None) -> Iterator[Backend]:
+def _using(
+    ws: Workspace, config: TeamConfig | ConfigView, backend: Backend | None
+) -> Iterator[Backend]:
     if backend is not None:
         yield backend
         return
@@ -136,7 +141,7 @@ def request_shutdown(
 
 def broadcast(
     ws: Workspace,
-    config: TeamConfig,
+    config: TeamConfig | ConfigView,
     content: str,
     *,
     sender: str = "user",

@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass
 
 import redis
-from pydantic import ValidationError
 
 from team.backends.redis_link import DOWN, RedisLink, RedisUnavailable
 from team.backends.redis_trim import KEEP, Trimmer
@@ -189,7 +188,7 @@ class RedisMailbox:
             if fields is None:
                 raise ValueError("entry was deleted")
             return MailMessage.model_validate_json(fields[FIELD])
-        except (KeyError, ValidationError, ValueError) as e:
+        except (KeyError, ValueError) as e:
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
             raw = json.dumps({"id": entry_id, "fields": fields, "error": reason})
             # moved aside, then acked: it never stops the agent, and it is kept to look at
@@ -281,7 +280,7 @@ class RedisMailbox:
             )
             try:
                 msg = MailMessage.model_validate_json(fields[FIELD])
-            except (KeyError, ValidationError, ValueError):
+            except (KeyError, ValueError):
                 msg = None
             out.append(StreamEntry(entry_id, status, msg))
         return out

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sqlite3
 import sys
 
 import click
@@ -34,11 +33,23 @@ COMMANDS = (
 """The command modules, in the order `team --help` lists their commands within a group
 (names sorted by an import sorter would lose it)."""
 
-for _module in COMMANDS:
-    importlib.import_module(f"team.cli.{_module}")
+FAST = {"send": "messages", "broadcast": "messages", "inbox": "messages", "status": "run"}
+"""Commands run often enough, and from scripts, that `team` loads only the module that
+declares them (importing all of `COMMANDS` costs about half of what click itself does;
+issue 27, bench/README.md). Their own usage and `--help` need no other module."""
+
+
+def load_commands(argv: list[str]) -> None:
+    """Import the command modules: every one (in `COMMANDS` order, for `team --help`, a
+    typo's "did you mean", and everything else), or only the one that declares the
+    `FAST` command `argv` names."""
+    first = FAST.get(argv[1]) if len(argv) > 1 else None
+    for module in [first] if first else COMMANDS:
+        importlib.import_module(f"team.cli.{module}")
 
 
 def main() -> None:
+    load_commands(sys.argv)
     try:
         code = app.main(prog_name="team", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -57,7 +68,12 @@ def main() -> None:
     except OSError as e:  # disk full, read-only workspace, permission denied: not a bug
         print(f"team: error: {os_error_line(e)}", file=sys.stderr)
         code = 1
-    except sqlite3.OperationalError as e:  # the event database: full, read-only, locked
+    except Exception as e:
+        # the event database: full, read-only, locked (sqlite3 is not imported at load:
+        # a command that never imported it cannot have raised its error)
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(e, sqlite3.OperationalError):
+            raise
         print(f"team: error: .team/events.db: {e}", file=sys.stderr)
         code = 1
     sys.exit(code if isinstance(code, int) else 0)

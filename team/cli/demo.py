@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -143,6 +142,8 @@ def demo(dir: Path, fresh: bool, threshold: int, latency: float) -> None:
             raise UserError(f"{root} holds an earlier demo (drop --no-fresh to start over)")
         if TeamLock(ws.lock_path).is_held():
             raise UserError(f"a team is running in {root}; stop it with `team down` first")
+        import shutil
+
         shutil.rmtree(root)
     ws = prepare_demo(root, threshold)
     click.echo(

@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import threading
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +93,7 @@ def _post(
 
     content = text_input(text, file)  # a usage error before anything is read
     ws = workspace(dir)
-    config = ws.load_config()
+    config = ws.load_view()  # no pydantic: team.toml as last validated, if unchanged
     try:
         with event_log(ws) as sink:
             if to is None:
@@ -133,6 +132,8 @@ def clip(text: str, limit: int | None) -> str:
 def _head(msg: MailMessage, status: Status) -> str:
     """`[pending] 2026-12-01 10:00:00 from alice (task #1) ID`; on a terminal too narrow
     for the id as well, the id on a line of its own, whole."""
+    from datetime import datetime
+
     when = datetime.fromtimestamp(msg.timestamp).strftime("%Y-%m-%d %H:%M:%S")
     head = f"[{status}] {when} from {msg.sender} ({_label(msg)})"
     if len(head) + 1 + len(msg.id) <= terminal_width():
@@ -152,6 +153,8 @@ def _show(
     elif as_json:
         click.echo(json.dumps(_record(msg, status)))
     elif changed:  # shown before: the new state only, not the text again
+        from datetime import datetime
+
         when = datetime.now().strftime("%H:%M:%S")
         click.echo(f"[{status}] {msg.id} at {when} (from {msg.sender}, {_label(msg)})")
     else:
@@ -183,7 +186,7 @@ def inbox(
     from team.backends.base import open_backend
 
     ws = workspace(dir)
-    config = ws.load_config()
+    config = ws.load_view()
     ws.require_agent(config, agent)
     backend = open_backend(ws, config)
     try:

@@ -107,16 +107,16 @@ def status(wide: bool, json_out: bool, dir: Path) -> None:
     from team.agents.runtime.control import team_status
 
     ws = workspace(dir)
-    out = team_status(ws, ws.load_config())
+    out = team_status(ws, ws.load_view())  # no pydantic: team.toml as last validated
     if json_out:
         print(json.dumps(out, indent=2))
         return
-    from team.agents.console.printer import status_lines
+    from team.agents.console.status_table import status_lines
 
     title = f"team {out['team']!r}: " + ("up" if out["running"] else "down")
     click.echo("\n".join(status_lines(out, None if wide else terminal_width(), title)))
     if out.get("events"):
-        from team.agents.console.printer import events_line
+        from team.agents.console.status_table import events_line
 
         click.echo(events_line(out["events"]))
     if out.get("mcp"):

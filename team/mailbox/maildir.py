@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
-
 from team.mailbox.message import MailMessage
 
 log = logging.getLogger(__name__)
@@ -192,7 +190,7 @@ class MaildirMailbox:
                 msg = MailMessage.model_validate_json(path.read_bytes())
             except FileNotFoundError:
                 continue  # moved away behind our back: nothing to claim
-            except (ValidationError, ValueError, OSError) as e:
+            except (ValueError, OSError) as e:
                 # ValueError covers bad UTF-8; OSError an unreadable file or a folder.
                 self._quarantine(path, e)
                 continue
@@ -355,7 +353,7 @@ class MaildirMailbox:
                 return MailMessage.model_validate_json(path.read_bytes())
             except FileNotFoundError:
                 continue
-            except (ValidationError, ValueError, OSError):
+            except (ValueError, OSError):
                 return None
         return None
 

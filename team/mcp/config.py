@@ -18,8 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from team.core.errors import UserError
 
-MCP_JSON = ".mcp.json"
-"""Claude Code's project file of servers, read from beside team.toml."""
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 """Short enough that `mcp__<server>__<tool>` leaves room for the tool's own name."""
 TEAM_TOML_ONLY = ("sandbox",)

@@ -14,16 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from team.core.errors import UserError
 from team.mcp.config import (
-    MCP_JSON,
     TEAM_TOML_ONLY,
     McpServerConfig,
     check_server_name,
     is_tool_pattern,
 )
 from team.workspace.backend_spec import check_url
+from team.workspace.filenames import CONFIG_FILE, MCP_JSON
 
 AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-CONFIG_FILE = "team.toml"
 SandboxMode = Literal["auto", "bwrap", "off"]
 
 # The largest values team.toml takes: far above any real use, low enough that a typo'd

@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from team.core.errors import UserError, os_error_line
-from team.workspace.config import CONFIG_FILE, ConfigError, TeamConfig, load_config
+from team.workspace.filenames import CONFIG_FILE, MCP_JSON
+
+if TYPE_CHECKING:  # pydantic: imported by the full loader only (`team send` reads a view)
+    from team.workspace.config import TeamConfig
+    from team.workspace.snapshot import ConfigView
 
 USER = "user"
 TEAM_DIR = ".team"
@@ -28,6 +33,10 @@ class Workspace:
         return self.root / CONFIG_FILE
 
     @property
+    def mcp_json_path(self) -> Path:
+        return self.root / MCP_JSON
+
+    @property
     def team_dir(self) -> Path:
         return self.root / TEAM_DIR
 
@@ -39,6 +48,11 @@ class Workspace:
     def errors_log(self) -> Path:
         """Every warning of a running team, one line each (`team up` also shows them)."""
         return self.team_dir / "errors.log"
+
+    @property
+    def config_snapshot(self) -> Path:
+        """What the fast commands read of team.toml once it was validated (`load_view`)."""
+        return self.team_dir / "config.json"
 
     @property
     def status_path(self) -> Path:
@@ -171,14 +185,34 @@ class Workspace:
             raise UserError(f"cannot write to {self.team_dir}: {os_error_line(e)}") from None
 
     def load_config(self) -> TeamConfig:
-        return load_config(self.config_path)
+        """team.toml, validated (every problem is a `ConfigError` with one line); also
+        leaves the snapshot `load_view` reads (team.workspace.snapshot)."""
+        from team.workspace import snapshot
+        from team.workspace.config import load_config
 
-    def require_agent(self, config: TeamConfig, name: str) -> None:
+        before = snapshot.key(self.config_path, self.mcp_json_path)
+        cfg = load_config(self.config_path)
+        after = snapshot.key(self.config_path, self.mcp_json_path)
+        snapshot.write(self.config_snapshot, before, after, snapshot.ConfigView.of(cfg))
+        return cfg
+
+    def load_view(self) -> ConfigView:
+        """What `team send` and `team status` read of team.toml: from the snapshot when it
+        stands for the file as it is now, else from `load_config` (its errors, its lines)."""
+        from team.workspace import snapshot
+
+        key = snapshot.key(self.config_path, self.mcp_json_path)
+        view = snapshot.read(self.config_snapshot, key)
+        return view if view is not None else snapshot.ConfigView.of(self.load_config())
+
+    def require_agent(self, config: TeamConfig | ConfigView, name: str) -> None:
         """Unknown agent names are errors, never a silently created inbox.
 
         `user` is the person at the CLI: agents may write to it (reports, shutdown
         answers) and `team inbox user` reads it.
         """
         if name not in config.names() and name != USER:
+            from team.workspace.config import ConfigError
+
             known = ", ".join(config.names())
             raise ConfigError(f"unknown agent {name!r} (this team has: {known})")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -142,18 +141,6 @@ def spent_so_far(db: Path, model: str) -> dict[str, float]:
         usage = dict(zip(keys, sums, strict=True))
         spent[agent] = spent.get(agent, 0.0) + prices.dollars(usage, model)
     return spent
-
-
-def ago(ts: float | None, now: float | None = None) -> str:
-    """`12s ago`, `5m ago`, `3h ago`."""
-    if ts is None:
-        return ""
-    s = max(0.0, (now or time.time()) - ts)
-    if s < 90:
-        return f"{s:.0f}s ago"
-    if s < 5400:
-        return f"{s / 60:.0f}m ago"
-    return f"{s / 3600:.0f}h ago"
 
 
 def budget_check(activity: Activity, config) -> Callable[[str], str | None]:

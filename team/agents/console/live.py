@@ -13,7 +13,8 @@ import time
 from collections import deque
 from typing import Any
 
-from team.agents.console.printer import EventPrinter, status_lines
+from team.agents.console.printer import EventPrinter
+from team.agents.console.status_table import status_lines
 from team.core.events import Event
 
 FEED_BACKLOG = 1000

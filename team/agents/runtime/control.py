@@ -9,18 +9,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from team.agents.runtime.lock import TeamLock
 from team.backends.base import RedisBackend, open_backend
-from team.backends.post import request_shutdown
 from team.core.errors import UserError
 from team.mailbox.maildir import MaildirMailbox
-from team.workspace import worktrees
-from team.workspace.config import TeamConfig
 from team.workspace.places import Workspace
 
+if TYPE_CHECKING:  # pydantic: `team status` takes the team from a ConfigView
+    from team.workspace.config import TeamConfig
+    from team.workspace.snapshot import ConfigView
 
-def team_status(ws: Workspace, config: TeamConfig) -> dict:
+
+def team_status(ws: Workspace, config: TeamConfig | ConfigView) -> dict:
     """Every agent of team.toml: state, task, context, pending mail, spend and budget.
 
     An agent no running team reports is `down` (`down (budget)` once its budget is spent).
@@ -52,6 +54,8 @@ def team_status(ws: Workspace, config: TeamConfig) -> dict:
         st.setdefault("state", "not running")
         st["pending"] = MaildirMailbox(ws.inbox_dir(name)).pending_count()
         if config.team.isolation == "worktree":
+            from team.workspace import worktrees
+
             wt = worktrees.status(ws, name)
             st["branch"] = wt.branch if wt else None
             st["changes"] = wt.changes if wt else 0
@@ -88,6 +92,8 @@ def stop_team(
         say(f"asked {len(asked)} agents to stop")
         wait_team_stopped(backend, config, asked, wait)
         return
+    from team.backends.post import request_shutdown
+
     lock = TeamLock(ws.lock_path)
     if not lock.is_held():
         raise UserError(f"no team is running in {ws.root}")
