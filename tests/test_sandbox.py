@@ -252,7 +252,11 @@ def test_cpu_file_size_and_output_limits(tmp_path: Path, home: Path) -> None:
     assert (ws.root / "big.bin").stat().st_size <= 1024 * 1024
     res = bash(box, "yes")
     assert res.is_error and "1 MiB output limit" in res.content
-    assert [e.outcome for e in sink.of(AuditEvent)] == ["failed", "failed", "output_limit"]
+    assert [e.outcome for e in sink.of(AuditEvent) if e.outcome != "started"] == [
+        "failed",
+        "failed",
+        "output_limit",
+    ]
     still_works(box)
 
 
@@ -270,15 +274,18 @@ def test_every_command_and_write_is_audited(tmp_path: Path, home: Path) -> None:
     box.run("read_file", {"path": "a.txt"})  # reads are not writes: not audited
     rows = sink.of(AuditEvent)
     got = [(e.tool, e.target, e.outcome, e.exit_code, e.bytes) for e in rows]
-    assert got == [
+    assert got == [  # each command's row before it runs, then its outcome's
+        ("bash", "echo hello", "started", None, 0),
         ("bash", "echo hello", "ok", 0, 6),
+        ("bash", "exit 4", "started", None, 0),
         ("bash", "exit 4", "failed", 4, 0),
+        ("bash", "sleep 30", "started", None, 0),
         ("bash", "sleep 30", "timeout", None, 0),
         ("write_file", "a.txt", "ok", None, 5),
         ("edit_file", "a.txt", "ok", None, 9),
     ]
     assert all(e.agent == "alice" and e.sandbox == "bwrap" for e in rows)
-    assert rows[2].duration_s >= 1.0
+    assert rows[5].duration_s >= 1.0
 
 
 # -- modes --------------------------------------------------------------------------------
@@ -291,7 +298,7 @@ def test_off_behaves_as_before(tmp_path: Path, home: Path, server: int) -> None:
     out = bash(box, f"echo x > ../outside.txt; cat ~/.ssh/id_rsa; {connect(server)}").content
     assert (tmp_path / "outside.txt").exists()
     assert "OPENSSH" in out and "hello" in out
-    assert [e.sandbox for e in sink.of(AuditEvent)] == ["off"]
+    assert [e.sandbox for e in sink.of(AuditEvent)] == ["off", "off"]
 
 
 def test_modes_without_bwrap(tmp_path: Path) -> None:

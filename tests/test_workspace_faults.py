@@ -352,6 +352,49 @@ def test_a_full_disk_mid_run_warns_once_holds_the_events_and_writes_them_back():
         shutil.rmtree(out_path.parent)
 
 
+def test_a_command_killed_with_its_team_still_has_its_audit_row(tmp_path):
+    """The audit row of a command is written before it runs (issue 24, 7): kill -9 of
+    the team mid-command leaves `team audit` saying the command started and never
+    finished; a command that did finish is one row, its outcome."""
+    import json
+    import signal
+
+    from fakeapi import FakeMessagesAPI, ScriptedResponder
+    from teamrun import wait_for
+    from test_sandbox_e2e import one_agent_workspace, tool_use
+
+    script = ScriptedResponder(
+        [
+            tool_use("a", ("bash", {"command": "echo first"})),
+            tool_use("b", ("bash", {"command": "sleep 600"})),
+        ],
+        then="Nothing more.",
+    )
+    with FakeMessagesAPI(script) as api:
+        ws = one_agent_workspace(tmp_path / "ws", 'sandbox = "off"')
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-not-real",
+               "ANTHROPIC_BASE_URL": api.url}  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "team", "up", "--dir", str(ws.root)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert run_team("send", "alice", "go", "--dir", str(ws.root)).returncode == 0
+
+            def audit() -> list[dict]:
+                r = run_team("audit", "--json", "--dir", str(ws.root))
+                return json.loads(r.stdout) if r.returncode == 0 else []
+
+            wait_for(lambda: any(r["target"] == "sleep 600" for r in audit()),
+                     timeout=180, what="the sleep's audit row")  # fmt: skip
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    rows = [(r["target"], r["outcome"]) for r in audit() if r["tool"] == "bash"]
+    assert rows == [("echo first", "ok"), ("sleep 600", "started")]
+
+
 def test_events_held_on_a_full_disk_are_bounded_and_counted(monkeypatch):
     """Past HELD_MAX the oldest held events go, counted; the rest are written on recovery."""
     import sqlite3

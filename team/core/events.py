@@ -94,7 +94,8 @@ class AuditEvent:
     tool: str  # "bash", "write_file", "edit_file", or an MCP tool (mcp__<server>__<tool>)
     target: str  # the command line, the path as the model wrote it, or the MCP tool's own
     # name and its arguments as JSON
-    outcome: str  # "ok", "failed", "refused", "timeout", "stopped", "output_limit"; MCP:
+    outcome: str  # "started" (bash, before it runs), "ok", "failed", "refused", "timeout",
+    # "stopped", "output_limit"; MCP:
     # "ok", "error" (the tool said it failed), "timeout", "crashed", "down", "refused", "unknown"
     exit_code: int | None = None  # bash only; None when the command was killed
     duration_s: float = 0.0

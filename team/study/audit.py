@@ -28,7 +28,31 @@ def read_audit(db: Path, agent: str | None = None) -> list[dict[str, Any]]:
     out = [dict(r) for r in rows]
     for row in out:
         row.pop("id", None)
-    return out
+    return settled(out)
+
+
+def settled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with each command's "started" row folded into the outcome that follows it.
+
+    An agent runs one tool at a time, so the outcome of a command is the next row of the
+    same agent, tool and target. A "started" row with none after it is a command that
+    never finished (the process was killed, or is running it now) and stays.
+    """
+    kept: list[dict[str, Any] | None] = []
+    started: dict[str, int] = {}  # agent -> index of its open "started" row in kept
+    for row in rows:
+        i = started.pop(row["agent"], None)
+        opened = kept[i] if i is not None else None
+        if (
+            opened is not None
+            and row["outcome"] != "started"
+            and (row["tool"], row["target"]) == (opened["tool"], opened["target"])
+        ):
+            kept[i] = None
+        if row["outcome"] == "started":
+            started[row["agent"]] = len(kept)
+        kept.append(row)
+    return [r for r in kept if r is not None]
 
 
 def table(rows: list[dict[str, Any]], width: int | None) -> list[str]:

@@ -238,6 +238,10 @@ class Toolbox:
         if not command.strip():
             raise ToolInputError("command is empty")
         start = time.monotonic()
+        # The row is written before the command runs: one that fills the disk or kills
+        # the process still has its record; its outcome's row follows (docs/design.md,
+        # "The audit trail").
+        self._audit("bash", command, "started", start, 0)
         res = run_command(
             command,
             self.scope.root,
