@@ -62,6 +62,7 @@ def _walk(ws: Scope, path: str, *, for_write: bool, make_dirs: bool = False) -> 
     todo = collections.deque(_below(root, Path(path).expanduser(), path))
     done: list[str] = []
     links = 0
+    rules = _Rules(ws, root, for_write=for_write)
     fd = os.open(root, _DIR_FLAGS)
     try:
         while True:
@@ -77,7 +78,7 @@ def _walk(ws: Scope, path: str, *, for_write: bool, make_dirs: bool = False) -> 
                 fd = os.open(root, _DIR_FLAGS)
                 continue
             real = root.joinpath(*done, name)
-            _check(ws, root, real, path, for_write=for_write)
+            rules.check(real, path)
             if not todo:  # the last component: its folder is open
                 target = _link_target(fd, name) if name else None
                 if target is None:
@@ -145,20 +146,34 @@ def _link_target(fd: int, name: str) -> str | None:
         return None
 
 
-def _check(ws: Scope, root: Path, real: Path, path: str, *, for_write: bool) -> None:
-    for secret in ws.deny_read:
-        if real.is_relative_to(secret):
-            raise PathError(f"refusing {path}: it is under deny_read ({secret})")
-    if not for_write:
-        return
-    for folder in ws.protected:
-        # both spellings: the folder itself may be a symlink to elsewhere; a root
-        # inside the folder (an agent's worktree in .team/) is writable, as in bash
-        spellings = {folder, folder.resolve()}
-        if any(real.is_relative_to(f) and not root.is_relative_to(f) for f in spellings):
+class _Rules:
+    """The scope's deny_read and protected paths as strings, taken once per walk (each
+    component is checked against them)."""
+
+    def __init__(self, ws: Scope, root: Path, *, for_write: bool) -> None:
+        self.deny = [(str(p), p) for p in ws.deny_read]
+        self.protected: list[tuple[set[str], str]] = []
+        for folder in ws.protected if for_write else ():
+            # both spellings: the folder itself may be a symlink to elsewhere; a root
+            # inside the folder (an agent's worktree in .team/) is writable, as in bash
+            spellings = {str(f) for f in (folder, folder.resolve()) if not root.is_relative_to(f)}
             rel = folder.relative_to(ws.root) if folder.is_relative_to(ws.root) else folder
             what = str(rel) if folder.is_file() or folder.suffix else f"under {rel}/"
-            raise PathError(f"refusing to write {what} (managed by team): {path}")
+            if spellings:
+                self.protected.append((spellings, what))
+
+    def check(self, real: Path, path: str) -> None:
+        text = str(real)
+        for prefix, secret in self.deny:
+            if _under(text, prefix):
+                raise PathError(f"refusing {path}: it is under deny_read ({secret})")
+        for spellings, what in self.protected:
+            if any(_under(text, f) for f in spellings):
+                raise PathError(f"refusing to write {what} (managed by team): {path}")
+
+
+def _under(text: str, prefix: str) -> bool:
+    return text == prefix or text.startswith(prefix.rstrip("/") + "/")
 
 
 def size_of(ws: Scope, path: str) -> int:
