@@ -221,6 +221,31 @@ class Sandbox:
             cgroup_base=limits.pids_cgroup_base() if os.geteuid() == 0 else None,
         )
 
+    @classmethod
+    def for_hooks(
+        cls, ws: Workspace, config: TeamConfig, *, avail: Availability | None = None
+    ) -> Sandbox:
+        """The sandbox `[hooks]` commands run in: the team's own mode (`[team] sandbox`,
+        no agent's), writable as the shared workspace is for an agent, the rules and
+        `.git` read-only (a hook that could rewrite itself would be the agent's), the
+        team's network setting, the same limits; an empty /tmp each time."""
+        root = ws.root.resolve()
+        git = rules.git_paths(root)
+        protected = (*ws.protected, *rules.rule_files(ws, config), *git.readonly)
+        setting = config.team.sandbox
+        avail = avail or detect() if setting != "off" else None
+        if avail is None or (setting == "auto" and not avail.usable):
+            return cls(Scope(root, protected))
+        if not avail.usable:
+            raise SandboxError(f'sandbox = "bwrap" ([team]) but {avail.problem}')
+        return cls(
+            Scope(root, protected, deny_paths(config, root), None, git.writable),
+            bwrap=avail.bwrap,
+            network=config.team.network,
+            limits=config.limits,
+            cgroup_base=limits.pids_cgroup_base() if os.geteuid() == 0 else None,
+        )
+
     @contextlib.contextmanager
     def argv(self, command: str) -> Iterator[list[str]]:
         """The argv that runs `command` (bash text) under this sandbox."""

@@ -19,6 +19,7 @@ as does everything else in `.git`: `config`, `hooks/`, `info/`, other worktrees'
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,9 @@ def rule_files(ws: Workspace, config: TeamConfig) -> tuple[Path, ...]:
 
 
 def hook_files(root: Path, command: str | None) -> list[Path]:
-    """The files inside `root` a hook command names (`./check.sh`, `python3 ci/x.py`)."""
+    """The files a hook command names (`./check.sh`, `python3 ci/x.py`, `/opt/ci/check`),
+    relative ones taken from `root`: read-only in the sandbox (and shown there, should
+    they be in the host's /tmp, which the sandbox replaces)."""
     if not command:
         return []
     try:
@@ -45,13 +48,19 @@ def hook_files(root: Path, command: str | None) -> list[Path]:
     except ValueError:
         words = command.split()
     out = []
-    for word in words:
+    for i, word in enumerate(words):
         p = Path(word).expanduser()
         p = p if p.is_absolute() else root / p
         with contextlib.suppress(OSError, ValueError):
-            if p.is_file() and p.resolve().is_relative_to(root.resolve()):
+            if not p.is_file() or p.resolve().is_relative_to("/proc"):
+                continue
+            # the program and the scripts it is given, not the data files it writes
+            if i == 0 or p.suffix in SCRIPTS or os.access(p, os.X_OK):
                 out.append(p.resolve())
     return out
+
+
+SCRIPTS = {".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua"}
 
 
 @dataclass(frozen=True)
