@@ -101,6 +101,8 @@ def _worktree(dotgit: Path) -> GitPaths:
     # the repository has extensions.worktreeConfig
     with contextlib.suppress(OSError):
         (gitdir / "config.worktree").touch(exist_ok=True)
-    readonly = (dotgit, *(gitdir / n for n in ("commondir", "gitdir", "config.worktree")))
+    # the whole repository read-only first (shown, too, when it is under the host's /tmp,
+    # which the sandbox replaces), then what a commit writes, then what configures git
+    readonly = (common, dotgit, *(gitdir / n for n in ("commondir", "gitdir", "config.worktree")))
     writable = (gitdir, *(common / n for n in ("objects", "refs", "logs")))
     return GitPaths(readonly, tuple(p for p in writable if p.is_dir()))
