@@ -6,6 +6,11 @@ lets it happen; exit 2 refuses it (the completion is not recorded, or the agent 
 working) and the hook's stderr is told to the agent. Any other failure (another exit
 status, a timeout, a command that cannot start) is logged and lets it happen: a broken
 hook must not stall the team.
+
+A hook runs as a command of the team's sandbox would (`Sandbox.for_hooks`: under
+bubblewrap when the team's `sandbox` gives it, the hook's own script read-only), with a
+minimal environment: PATH, HOME, the locale and the terminal, never the API key or any
+other variable of the team's process.
 """
 
 from __future__ import annotations
@@ -18,12 +23,21 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from team.sandbox.bwrap import Sandbox
 
 log = logging.getLogger(__name__)
 
 REFUSE = 2
 STDERR_CAP = 4000
+# all a hook gets of the team's environment
+KEPT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+
+
+def hook_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
 
 
 @dataclass(frozen=True)
@@ -35,16 +49,33 @@ class Verdict:
 
 
 def run_hook(
-    name: str, command: str | None, payload: dict[str, Any], *, cwd: Path, timeout: float
+    name: str,
+    command: str | None,
+    payload: dict[str, Any],
+    *,
+    cwd: Path,
+    timeout: float,
+    sandbox: Sandbox | None = None,
 ) -> Verdict:
-    """Run one hook command (`sh -c`), `payload` as JSON on stdin; None runs nothing."""
+    """Run one hook command, `payload` as JSON on stdin; None runs nothing. With a
+    `sandbox` that confines, the command runs in it (bash), else with `sh -c`."""
     if not command or not command.strip():
         return Verdict()
+    if sandbox is None or sandbox.bwrap is None:
+        return _run(name, command, ["/bin/sh", "-c", command], payload, cwd, timeout)
+    with sandbox.argv(command) as argv:
+        return _run(name, command, argv, payload, cwd, timeout)
+
+
+def _run(
+    name: str, command: str, argv: list[str], payload: dict[str, Any], cwd: Path, timeout: float
+) -> Verdict:
     data = json.dumps({"hook_event_name": name, **payload}, default=str)
     try:
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            argv,
             cwd=cwd,
+            env=hook_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -259,6 +259,7 @@ class Teamwork:
         it and goes on, and the lead hears nothing yet.
         """
         from team.hooks import run_hook  # only when a turn ends
+        from team.sandbox.bwrap import Sandbox
 
         hooks = self.config.hooks
         open_tasks = [t.model_dump() for t in self.board.open_for(agent)]
@@ -273,6 +274,7 @@ class Teamwork:
             },
             cwd=self.ws.root,
             timeout=hooks.timeout,
+            sandbox=Sandbox.for_hooks(self.ws, self.config) if hooks.teammate_idle else None,
         )
         if verdict.refused:
             return verdict.reason

@@ -260,7 +260,9 @@ def test_the_lead_reviews_plans_with_its_tool(tmp_path: Path) -> None:
 
 
 def test_a_task_completed_hook_that_rejects(tmp_path: Path) -> None:
-    hook = tmp_path / "hook.py"
+    # a hook writes where an agent's command may (it runs in the team's sandbox)
+    (tmp_path / "ws").mkdir()
+    hook = tmp_path / "ws" / "hook.py"
     hook.write_text(
         "import json, sys\n"
         "event = json.load(sys.stdin)\n"
@@ -269,7 +271,7 @@ def test_a_task_completed_hook_that_rejects(tmp_path: Path) -> None:
         "    print('run the tests first and say so in the result', file=sys.stderr)\n"
         "    sys.exit(2)\n"
     )
-    seen = tmp_path / "seen.jsonl"
+    seen = tmp_path / "ws" / "seen.jsonl"
     cmd = shlex.join([sys.executable, str(hook), str(seen)])  # a clone's path may have spaces
     ws = make_ws(tmp_path, tail=f'\n[hooks]\ntask_completed = "{cmd}"\n')
     bob = box(ws, "bob")
@@ -312,12 +314,14 @@ def test_hooks_run_with_json_and_time_out() -> None:
 
 
 def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path) -> None:
+    out = tmp_path / "ws"  # a hook writes where an agent's command may
+    out.mkdir()
     hook = tmp_path / "idle_hook.sh"
-    marker = tmp_path / "kept"
+    marker = out / "kept"
     # keep bob working once, then let him go idle
     hook.write_text(
         "event=$(cat)\n"  # agents go idle at once: each hook reads its own stdin
-        f'echo "$event" >> {tmp_path}/idle_events.jsonl\n'
+        f'echo "$event" >> {out}/idle_events.jsonl\n'
         'case "$event" in *\'"agent": "bob"\'*) ;; *) exit 0;; esac\n'
         f"[ -e {marker} ] && exit 0\n"
         f'touch {marker}; echo "write the changelog too" >&2; exit 2\n'
@@ -342,7 +346,7 @@ def test_a_running_team_tells_the_lead_and_honours_teammate_idle(tmp_path: Path)
     assert any(c.startswith("bob is idle") for c in lead_mail), lead_mail
     bob_log = ws.session_log("bob").read_text()
     assert "Keep working (teammate_idle hook): write the changelog too" in bob_log
-    events = [json.loads(ln) for ln in (tmp_path / "idle_events.jsonl").read_text().splitlines()]
+    events = [json.loads(ln) for ln in (out / "idle_events.jsonl").read_text().splitlines()]
     assert {e["hook_event_name"] for e in events} == {"teammate_idle"}
     assert "bob" in {e["agent"] for e in events} and all("open_tasks" in e for e in events)
 

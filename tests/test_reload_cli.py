@@ -149,3 +149,27 @@ def test_an_added_agent_whose_sandbox_cannot_work_is_refused(tmp_path):
         if proc.poll() is None:
             stop(proc, ws)
     assert not ws.session_log("dave").exists()
+
+
+def test_an_added_agent_with_looser_confinement_waits_for_approve_config(tmp_path):
+    """Escape 1 of issue 24 from the person's side: whatever wrote it, an agent added with
+    sandbox = "off" is held with one warning until `team approve-config`."""
+    ws = make_workspace(tmp_path / "ws", "sim")
+    proc = up_forever(ws)
+    try:
+        wait_for(lambda: ws.status_path.exists(), what="the team to be up")
+        with ws.config_path.open("a") as f:
+            f.write('\n[[agents]]\nname = "mallory"\nrole = "x"\nsandbox = "off"\n')
+        # the team checks team.toml each second and rewrites its status as often: two
+        # rewrites after the edit, the edit has been seen
+        for _ in range(2):
+            seen = ws.status_path.stat().st_mtime_ns
+            wait_for(lambda s=seen: ws.status_path.stat().st_mtime_ns != s, what="a rewrite")
+        assert state(ws, "mallory") == "not running"
+        r = run_team("approve-config", "--dir", str(ws.root))
+        assert r.returncode == 0 and "approved team.toml" in r.stdout, r.stderr
+        assert 'mallory (sandbox = "off")' in r.stdout
+        wait_for(lambda: state(ws, "mallory") in ("idle", "working"), what="mallory to start")
+    finally:
+        out, _ = stop(proc, ws)
+    assert out.count("held, not started") == 1, out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -204,3 +205,75 @@ def test_off_runs_commands_as_before(tmp_path: Path, home: Path, port: int):
     assert proc.returncode == 0, err
     assert "NOT confined" not in err  # off is a choice: no warning
     assert "OPENSSH" in results["toolu_look0"] and "hello from the host" in results["toolu_look0"]
+
+
+def test_issue_24_escapes_through_team_up_are_refused(tmp_path: Path, home: Path):
+    """Issue 24, the way the review ran it: a real `team up`, the agent's own commands try
+    to add an unconfined agent, rewrite the hook (which then would leak the key), plant a
+    git hook, reach a host Unix socket, and fill /dev/shm past memory_mb."""
+    from redis_server import redis_binary
+
+    sock = tmp_path / "redis.sock"
+    server = subprocess.Popen(
+        [redis_binary(), "--port", "0", "--unixsocket", str(sock), "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        ws = one_agent_workspace(
+            home / "code" / "ws",
+            'sandbox = "bwrap"',
+            '[limits]\nmemory_mb = 256\n[hooks]\ntask_completed = "./check.sh"\n',
+        )
+        (ws.root / "check.sh").write_text("#!/bin/sh\nenv > hook-env.txt\nexit 0\n")
+        (ws.root / "check.sh").chmod(0o755)
+        subprocess.run(["git", "init", "-q"], cwd=ws.root, check=True)
+        wait = 0
+        while not sock.exists() and wait < 400:
+            threading.Event().wait(0.05)
+            wait += 1
+        commands = {
+            "mallory": 'printf \'\\n[[agents]]\\nname = "mallory"\\nrole = "x"\\n'
+            'sandbox = "off"\\n\' >> team.toml',
+            "hook": "echo 'cat > leak.txt <<E\\n$ANTHROPIC_API_KEY\\nE' >> check.sh",
+            "githook": "echo 'touch /tmp/pwned' > .git/hooks/pre-commit",
+            "sock": 'python3 -c "import socket; s=socket.socket(socket.AF_UNIX); '
+            f"s.connect('{sock}'); s.sendall(b'SET k v\\r\\n'); print(s.recv(9))\"",
+            "shm": "head -c 1G /dev/zero > /dev/shm/big; du -m /dev/shm/big",
+        }
+        calls = [("bash", {"command": c}) for c in commands.values()]
+        calls.append(("write_file", {"path": ".git/config", "content": "[core]\n\tpager=x\n"}))
+        script = ScriptedResponder(
+            [
+                tool_use("claim", ("claim_task", {"task_id": 1})),
+                tool_use("probe", *calls),
+                tool_use("done", ("complete_task", {"task_id": 1, "result": "probed"})),
+                "Done.",
+            ],
+            then="Nothing more to do.",
+        )
+        with FakeMessagesAPI(script) as api:
+            assign(ws, "alice", "Probe the sandbox")
+            env = {"ANTHROPIC_API_KEY": "sk-test-not-real", "ANTHROPIC_BASE_URL": api.url}
+            proc = start_up(ws, {**env, "HOME": str(home)}, "--timeout", "120")
+            _, err = proc.communicate(timeout=180)
+            results = tool_results(api)
+    finally:
+        server.kill()
+        server.wait()
+    assert proc.returncode == 0, err
+    check_every_task_completed(ws)
+    got = dict(
+        zip([*commands, "git-config"], (results[f"toolu_probe{i}"] for i in range(6)), strict=True)
+    )
+    for name in ("mallory", "hook", "githook"):
+        assert "Read-only file system" in got[name], got[name]
+    assert "Permission denied" in got["sock"] and "+OK" not in got["sock"]
+    assert "No space left on device" in got["shm"]
+    assert "managed by team" in got["git-config"]
+    assert "mallory" not in err and "mallory" not in ws.config_path.read_text()
+    seen = (ws.root / "hook-env.txt").read_text()  # the hook ran, confined, without the key
+    assert "PATH=" in seen and "sk-test-not-real" not in seen
+    assert not (ws.root / "leak.txt").exists()
+    rows = json.loads(run_team("audit", "--json", "--dir", str(ws.root)).stdout)
+    assert {row["agent"] for row in rows} == {"alice"}

@@ -1,4 +1,4 @@
-"""`team up`, `team down`, `team status`."""
+"""`team up`, `team down`, `team approve-config`, `team status`."""
 
 from __future__ import annotations
 
@@ -92,6 +92,16 @@ def down(wait: float, dir: Path) -> None:
     ws = workspace(dir)
     stop_team(ws, ws.load_config(), wait, say=lambda line: print(line, flush=True))
     print("team stopped")
+
+
+@command("run", "approve-config")
+@dir_option
+def approve_config(dir: Path) -> None:
+    """Let the running team take team.toml as it is now, even an agent it held back for
+    looser confinement (sandbox = "off", network = true)."""
+    from team.agents.runtime.reload import approve
+
+    print(approve(workspace(dir)))
 
 
 @command("watch")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from team.core.errors import UserError
-from team.sandbox import limits
+from team.sandbox import limits, rules, seccomp
 from team.workspace.config import LimitsConfig, TeamConfig
 from team.workspace.places import Workspace
 
@@ -68,12 +68,15 @@ class Scope:
         deny_read: paths never read (files or folders), wherever they are.
         tmp: the folder a sandboxed command sees as /tmp (kept between the agent's
             commands, shared with no one); None gives each command an empty tmpfs.
+        writable: folders outside `root` a command may write too (the git objects, refs
+            and worktree entry a worktree agent commits with: team.sandbox.rules).
     """
 
     root: Path
     protected: tuple[Path, ...] = ()
     deny_read: tuple[Path, ...] = ()
     tmp: Path | None = None
+    writable: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def _probe(exe: str) -> str | None:
     """None when a minimal sandbox starts, else bwrap's own words for why not."""
     try:
         r = subprocess.run(
-            [*_base_args(exe, network=False), "true"],
+            _confined([*_base_args(exe, network=False), "true"], network=False),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -199,18 +202,46 @@ class Sandbox:
         avail: Availability | None = None,
     ) -> Sandbox:
         """The sandbox `config` gives `agent`: writable `root` (default the workspace),
-        never writing `protected` (default `.team/` and `.transcripts/`)."""
+        never writing `protected` (default `.team/` and `.transcripts/`) nor the team's
+        rules and git's configuration (team.sandbox.rules)."""
         root = (root or ws.root).resolve()
         protected = ws.protected if protected is None else protected
+        git = rules.git_paths(root)
+        protected = (*protected, *rules.rule_files(ws, config), *git.readonly)
         mode = mode_for(config, agent, avail or detect())
         if mode == "off":  # as before the sandbox existed: only the file tools' own guard
             return cls(Scope(root, tuple(protected)))
         tmp = ws.agent_tmp(agent)
-        scope = Scope(root, tuple(protected), deny_paths(config, root), tmp)
+        scope = Scope(root, tuple(protected), deny_paths(config, root), tmp, git.writable)
         return cls(
             scope,
             bwrap=(avail or detect()).bwrap,
             network=network_for(config, agent),
+            limits=config.limits,
+            cgroup_base=limits.pids_cgroup_base() if os.geteuid() == 0 else None,
+        )
+
+    @classmethod
+    def for_hooks(
+        cls, ws: Workspace, config: TeamConfig, *, avail: Availability | None = None
+    ) -> Sandbox:
+        """The sandbox `[hooks]` commands run in: the team's own mode (`[team] sandbox`,
+        no agent's), writable as the shared workspace is for an agent, the rules and
+        `.git` read-only (a hook that could rewrite itself would be the agent's), the
+        team's network setting, the same limits; an empty /tmp each time."""
+        root = ws.root.resolve()
+        git = rules.git_paths(root)
+        protected = (*ws.protected, *rules.rule_files(ws, config), *git.readonly)
+        setting = config.team.sandbox
+        avail = avail or detect() if setting != "off" else None
+        if avail is None or (setting == "auto" and not avail.usable):
+            return cls(Scope(root, protected))
+        if not avail.usable:
+            raise SandboxError(f'sandbox = "bwrap" ([team]) but {avail.problem}')
+        return cls(
+            Scope(root, protected, deny_paths(config, root), None, git.writable),
+            bwrap=avail.bwrap,
+            network=config.team.network,
             limits=config.limits,
             cgroup_base=limits.pids_cgroup_base() if os.geteuid() == 0 else None,
         )
@@ -226,8 +257,9 @@ class Sandbox:
         inner = [shell, "-c", rl.prelude(), "bash", command]
         if self.scope.tmp is not None:
             self.scope.tmp.mkdir(parents=True, exist_ok=True)
-        base = _base_args(self.bwrap, network=self.network, tmp=self.scope.tmp)
-        argv = [*base, *self._mounts(), "--", *inner]
+        shm = self.limits.memory_mb * 1024 * 1024
+        base = _base_args(self.bwrap, network=self.network, tmp=self.scope.tmp, shm=shm)
+        argv = _confined([*base, *self._mounts(), "--", *inner], network=self.network)
         with limits.pids_cgroup(self.cgroup_base, rl.processes) as procs:
             yield argv if procs is None else limits.join_argv(procs, argv)
 
@@ -238,6 +270,9 @@ class Sandbox:
         if home.is_relative_to("/tmp") and home.is_dir():
             ops.append((home, 0, ["--ro-bind", str(home), str(home)]))  # private /tmp hid it
         ops.append((s.root, 1, ["--bind", str(s.root), str(s.root)]))
+        for p in s.writable:
+            if p.is_dir():
+                ops.append((p, 1, ["--bind", str(p), str(p)]))
         for p in s.protected:
             if p.exists():
                 real = str(p.resolve())
@@ -262,19 +297,68 @@ class Sandbox:
         """One line for `team check`."""
         if self.bwrap is None:
             return "off (commands run unconfined, as you)"
-        net = "network on" if self.network else "no network"
+        if self.network:
+            net = "network on"
+        elif seccomp.program() is not None:
+            net = "no network, no Unix sockets"
+        else:
+            net = "no network (Unix sockets NOT filtered on this machine)"
         return f"bwrap ({self.bwrap}), {net}"
 
 
-def _base_args(exe: str, *, network: bool, tmp: Path | None = None) -> list[str]:
+# /run holds the host's sockets (D-Bus, Docker, systemd): a command gets an empty one
+_RUN_BYTES = 1024 * 1024
+
+
+def _base_args(
+    exe: str, *, network: bool, tmp: Path | None = None, shm: int = 64 * 1024 * 1024
+) -> list[str]:
     # --unshare-all: user (when possible), ipc, pid, net, uts, cgroup namespaces.
     # --cap-drop ALL: as root bwrap would keep its capabilities, and CAP_SYS_ADMIN
     # could simply remount the read-only paths writable.
-    args = [exe, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL"]
+    args = [exe, "--die-with-parent", "--unshare-all", *_userns_args(exe), "--cap-drop", "ALL"]
     if network:
         args.append("--share-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    return [*args, "--tmpfs", "/tmp"] if tmp is None else [*args, "--bind", str(tmp), "/tmp"]
+    args += ["--ro-bind", "/", "/", "--proc", "/proc"]
+    # /proc/sys is the kernel's, not the namespace's: as root, core_pattern and the
+    # like would be writable from inside (a command run on the host's next crash)
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    # /dev/shm and /run are tmpfs of a bounded size (a tmpfs is memory that no rlimit
+    # counts), and /dev itself read-only, so no file outside them holds memory either
+    args += ["--dev", "/dev", "--size", str(shm), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    for run in ("/run", "/var/run"):
+        if Path(run).is_dir() and not Path(run).is_symlink():
+            args += ["--size", str(_RUN_BYTES), "--tmpfs", run]
+    if tmp is None:
+        return [*args, "--size", str(shm), "--tmpfs", "/tmp"]
+    return [*args, "--bind", str(tmp), "/tmp"]
+
+
+def _confined(argv: list[str], *, network: bool) -> list[str]:
+    """`argv` (bubblewrap's) with the seccomp filter that refuses Unix sockets, when the
+    command has no network and the machine has a filter (team.sandbox.seccomp)."""
+    path = None if network else seccomp.filter_file()
+    if path is None:
+        return argv
+    exe, *rest = argv
+    return seccomp.wrap(path, [exe, "--seccomp", str(seccomp.FD), *rest])
+
+
+@functools.cache
+def _userns_args(exe: str) -> tuple[str, ...]:
+    """A user namespace in which no further one can be made (`--disable-userns`, from
+    bubblewrap 0.8), where this bubblewrap and kernel can; else none (as before)."""
+    want = ("--unshare-user", "--disable-userns")
+    try:
+        r = subprocess.run(
+            [exe, *want, "--ro-bind", "/", "/", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return want if r.returncode == 0 else ()
 
 
 def summary(ws: Workspace, config: TeamConfig, avail: Availability) -> list[str]:

@@ -20,6 +20,13 @@ from team.workspace.places import TEAM_DIR, TRANSCRIPTS_DIR, Workspace
 
 GIT_TIMEOUT = 120.0
 IGNORED = (f"{TEAM_DIR}/", f"{TRANSCRIPTS_DIR}/")
+# git run by the team in an agent's worktree runs nothing the worktree could name: no hook,
+# no fsmonitor, no pager, no external diff or textconv driver (the sandbox keeps the
+# configuration read-only too; this holds also for an agent whose sandbox is off)
+_AGENTS = (
+    *("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"),
+    *("-c", "core.pager=cat", "-c", "diff.external=", "--no-pager"),
+)
 _ADDING = threading.Lock()  # agent threads start together; git locks its worktree list
 
 
@@ -98,7 +105,7 @@ def status(ws: Workspace, agent: str) -> WorktreeStatus | None:
     wt = ws.worktree_dir(agent)
     if not (wt / ".git").exists():
         return None
-    changes = _git(wt, "status", "--porcelain", check=False).stdout.splitlines()
+    changes = _git(wt, *_AGENTS, "status", "--porcelain", check=False).stdout.splitlines()
     top = repo_root(ws.root) or ws.root
     ahead = _git(top, "rev-list", "--count", f"HEAD..{branch_of(agent)}", check=False)
     count = int(ahead.stdout.strip()) if ahead.returncode == 0 and ahead.stdout.strip() else 0
@@ -108,11 +115,12 @@ def status(ws: Workspace, agent: str) -> WorktreeStatus | None:
 def commit_all(path: Path, agent: str, message: str) -> str | None:
     """Commit everything in the worktree at `path` as `agent`; the commit id, or None if
     there was nothing to commit."""
-    _git(path, "add", "-A")
-    if _git(path, "diff", "--cached", "--quiet", check=False).returncode == 0:
+    _git(path, *_AGENTS, "add", "-A")
+    if _git(path, *_AGENTS, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
     _git(
         path,
+        *_AGENTS,
         "-c",
         f"user.name={agent}",
         "-c",

@@ -23,7 +23,7 @@ from team.core.events import MemorySink
 from team.mcp.adapter import allowed
 from team.mcp.config import McpServerConfig
 from team.mcp.session import Plan
-from team.sandbox import bwrap
+from team.sandbox import bwrap, rules
 from team.sandbox import limits as sandbox_limits
 from team.workspace.config import TeamConfig
 from team.workspace.places import Workspace
@@ -70,8 +70,10 @@ def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterat
     if not avail.usable:
         raise bwrap.SandboxError(f'sandbox = "bwrap" but {avail.problem}')
     root = ws.root
+    git = rules.git_paths(root)  # the rules and git's configuration read-only, as for bash
+    protected = (*ws.protected, *rules.rule_files(ws, config), *git.readonly)
     box = bwrap.Sandbox(
-        bwrap.Scope(root, ws.protected, bwrap.deny_paths(config, root)),
+        bwrap.Scope(root, protected, bwrap.deny_paths(config, root), None, git.writable),
         bwrap=avail.bwrap,
         network=config.team.network if server.network is None else server.network,
         limits=config.limits,

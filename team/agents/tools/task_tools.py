@@ -32,6 +32,7 @@ from team.agents.tools.task_specs import (
 from team.core.conversation import TaskNote
 from team.core.events import AgentEvent
 from team.hooks import run_hook
+from team.sandbox.bwrap import Sandbox
 from team.tasks import Task, TaskError, rules, wording
 from team.teamwork import Teamwork, require_worker
 from team.workspace import worktrees
@@ -262,6 +263,7 @@ class TaskTools:
             },
             cwd=self.ws.root,
             timeout=hooks.timeout,
+            sandbox=Sandbox.for_hooks(self.ws, self.config) if hooks.task_completed else None,
         )
         if verdict.refused:
             self._event("completion_refused", f"#{task_id}")

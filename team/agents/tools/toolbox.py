@@ -292,7 +292,7 @@ class Toolbox:
             outcome = "refused" if isinstance(e, fs_tools.PathError) else "failed"
             self._audit(tool, path, outcome, start, 0, detail=str(e))
             raise
-        size = fs_tools.resolve_inside(self.scope, path).stat().st_size
+        size = fs_tools.size_of(self.scope, path)
         self._audit(tool, path, "ok", start, size)
         return out
 
