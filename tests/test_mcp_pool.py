@@ -221,9 +221,10 @@ def test_a_stdio_server_runs_in_the_sandbox_unless_team_toml_lets_it_out(tmp_pat
 
 
 @pytest.mark.skipif(not bwrap.detect().usable, reason="bubblewrap cannot run here")
-def test_a_sandboxed_third_party_server_writes_only_its_workspace(tmp_path):
-    """mcp-server-git under bwrap: it commits in the workspace's repository, and a
-    repository outside the workspace is read-only to it."""
+def test_a_sandboxed_third_party_server_reads_but_cannot_write_git(tmp_path):
+    """mcp-server-git under bwrap reads the workspace's repository, but its `.git` is
+    read-only to it as to every sandboxed command (issue 24: a planted hook or config
+    would run on the person's next commit), and so is a repository outside."""
     outside = tmp_path / "outside"
     ws_root = tmp_path / "ws"
     for repo in (outside, ws_root):
@@ -239,9 +240,10 @@ def test_a_sandboxed_third_party_server_writes_only_its_workspace(tmp_path):
     server = {"command": third_party("mcp-server-git"), "env": env, "timeout": 60}
     pool, _ = sandboxed_pool(ws_root, server)
     with pool:
-        added = pool.call("s", "git_add", {"repo_path": str(ws_root), "files": ["a.txt"]})
-        assert not added.is_error, added.text
         status = pool.call("s", "git_status", {"repo_path": str(ws_root)})
-        assert "a.txt" in status.text
+        assert not status.is_error and "a.txt" in status.text, status.text
+        added = pool.call("s", "git_add", {"repo_path": str(ws_root), "files": ["a.txt"]})
+        assert added.is_error and "Read-only file system" in added.text, added.text
+        assert not (ws_root / ".git" / "index").exists()
         refused = pool.call("s", "git_add", {"repo_path": str(outside), "files": ["a.txt"]})
         assert refused.is_error  # read-only outside the workspace

@@ -24,14 +24,13 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from team.mcp.config import MCP_JSON
 from team.workspace.config import TeamConfig
 from team.workspace.places import Workspace
 
 
 def rule_files(ws: Workspace, config: TeamConfig) -> tuple[Path, ...]:
     """team.toml, `.mcp.json`, and every file in the workspace a hook command names."""
-    out = [ws.config_path, ws.root / MCP_JSON]
+    out = [ws.config_path, ws.mcp_json_path]
     for command in (config.hooks.task_completed, config.hooks.teammate_idle):
         out += hook_files(ws.root, command)
     return tuple(dict.fromkeys(out))
