@@ -21,7 +21,7 @@ COMMANDS = (
     "demo",
     "tasks_cmd",  # work: assign, tasks, task
     "messages",  # work: send, broadcast; watch: inbox
-    "coord_cmd",  # work: goal, plans, approve, reject, merge
+    "coord_cmd",  # work: goal, plans, approve, reject, merge; run: approve-config
     "log_cmd",  # watch
     "audit_cmd",
     "study",  # study: stats, report, transcripts

@@ -94,16 +94,6 @@ def down(wait: float, dir: Path) -> None:
     print("team stopped")
 
 
-@command("run", "approve-config")
-@dir_option
-def approve_config(dir: Path) -> None:
-    """Let the running team take team.toml as it is now, even an agent it held back for
-    looser confinement (sandbox = "off", network = true)."""
-    from team.agents.runtime.reload import approve
-
-    print(approve(workspace(dir)))
-
-
 @command("watch")
 @click.option("--wide", is_flag=True, help="Every column, however wide the terminal.")
 @json_option
