@@ -11,8 +11,6 @@ the ready line is printed, so a client that connects on reading it is never refu
 from __future__ import annotations
 
 import hmac
-import os
-import secrets
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -47,22 +45,10 @@ def serve_http(ws: Workspace, port: int, say: Callable[[str], None]) -> None:
 
 
 def bearer_token(ws: Workspace) -> str:
-    """The workspace's token, made on first use (0600, written whole)."""
-    path = ws.mcp_token
-    try:
-        token = path.read_text().strip()
-        if token:
-            return token
-    except FileNotFoundError:
-        pass
-    ws.team_dir.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    os.replace(tmp, path)
-    return token
+    """The workspace's token for `team mcp --http`, made on first use."""
+    from team.workspace.tokens import stored_token
+
+    return stored_token(ws.mcp_token)[0]
 
 
 class BearerGate:

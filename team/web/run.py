@@ -10,8 +10,6 @@ it is never refused.
 from __future__ import annotations
 
 import ipaddress
-import os
-import secrets
 import socket
 from collections.abc import Callable
 
@@ -31,22 +29,10 @@ def is_loopback(host: str) -> bool:
 
 
 def stored_token(ws: Workspace) -> tuple[str, bool]:
-    """The workspace's web token, and whether it was made just now (0600, written whole)."""
-    path = ws.web_token
-    try:
-        token = path.read_text().strip()
-        if token:
-            return token, False
-    except FileNotFoundError:
-        pass
-    ws.team_dir.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    os.replace(tmp, path)
-    return token, True
+    """The workspace's web token, and whether it was made just now."""
+    from team.workspace.tokens import stored_token as at
+
+    return at(ws.web_token)
 
 
 def choose_token(ws: Workspace, host: str, given: str | None) -> tuple[str | None, bool]:
