@@ -19,6 +19,7 @@ import pytest
 from team.agents.words.identity import identity_block, system_prompt
 from team.compaction.summary import ask_focus
 from team.core.conversation import (
+    INTERRUPTED,
     Block,
     Message,
     TaskNote,
@@ -78,6 +79,7 @@ class World:
     tasks: dict[int, dict] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=lambda: dict(FILES))
     fail_all: bool = False
+    cut_off: set[str] = field(default_factory=set)  # tools a crash cuts off, once each
     calls: list[ToolUseBlock] = field(default_factory=list)
 
     def add_task(self, task: int, subject: str, owner: str | None = None) -> None:
@@ -96,6 +98,9 @@ class World:
 
     def run(self, use: ToolUseBlock) -> ToolResultBlock:
         self.calls.append(use)
+        if use.name in self.cut_off:  # what a resumed agent is given for it (never ran)
+            self.cut_off.discard(use.name)
+            return ToolResultBlock(use.id, INTERRUPTED, use.name, True)
         if self.fail_all:
             return ToolResultBlock(use.id, f"error: {use.name} is broken", use.name, True)
         try:
@@ -317,6 +322,16 @@ def test_finishes_even_when_every_tool_fails() -> None:
     assert len(run.replies) <= 15
     assert "complete_task" in names(world)
     assert names(world).count("complete_task") == 1
+
+
+def test_a_completion_a_crash_cut_off_is_made_again() -> None:
+    # killed while complete_task ran: the resumed agent is told it was interrupted, and
+    # finishes the task instead of taking it as done (a team waiting for it never idles)
+    world = World("carol", cut_off={"complete_task"})
+    world.add_task(3, "Summarise the open questions", owner="carol")
+    drive(SimModel(), world, task_message("carol", 3, "Summarise the open questions"))
+    assert names(world).count("complete_task") == 2
+    assert world.tasks[3]["status"] == "completed"
 
 
 def test_compacts_now_and_then_and_still_finishes_every_task() -> None:

@@ -141,6 +141,13 @@ class ToolUseBlock:
         return len(self.name) + len(str(self.input))
 
 
+INTERRUPTED = (
+    "Interrupted: the team stopped before this tool call finished, so its result is "
+    "unknown. Run it again if you still need it."
+)
+"""The result a resumed agent is given for a call its crash cut off (the model reads it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
     """The result of one tool call.

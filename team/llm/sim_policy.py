@@ -8,7 +8,8 @@ For each open task it owns it runs a short script, one step per reply:
 claim, survey (bash), measure (bash), read a file it found, sometimes `compact`, write a
 notes file, tell a teammate, then mark the notes done and complete the task. A step that
 was attempted counts as done whatever its result, so a task always finishes within a
-bounded number of calls even when every tool fails.
+bounded number of calls even when every tool fails. A completion a crash cut off was
+never attempted: the resumed agent makes it again.
 """
 
 from __future__ import annotations

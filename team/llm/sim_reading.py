@@ -19,7 +19,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from team.core.conversation import InboxMail, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from team.core.conversation import (
+    INTERRUPTED,
+    InboxMail,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from team.llm.base import ModelRequest
 
 CLOSED = frozenset({"completed", "complete", "done", "closed", "cancelled", "canceled", "failed"})
@@ -87,6 +94,11 @@ class Call:
     def failed(self) -> bool:
         r = self.result
         return r is not None and (r.is_error or r.content.lstrip().lower().startswith("error"))
+
+    @property
+    def interrupted(self) -> bool:
+        """Cut off by a crash: the team never ran it, so it was not attempted."""
+        return self.result is not None and self.result.content == INTERRUPTED
 
     @property
     def output(self) -> str:
@@ -194,7 +206,7 @@ def _apply_call(s: Situation, call: Call) -> None:
             s.owner[task] = "me"
         elif s.owner.get(task) != "me":
             s.owner[task] = "other"  # somebody else got it first
-    elif name == "complete_task" and task is not None:
+    elif name == "complete_task" and task is not None and not call.interrupted:
         s.closed.add(task)  # attempted counts: never loop on a completion that fails
     elif name == "list_tasks" and call.output:
         _apply_listing(s, call.output)

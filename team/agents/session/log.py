@@ -21,7 +21,7 @@ from pathlib import Path
 
 from team.compaction.history import History
 from team.compaction.records import Record, UserTurn, record_from_dict
-from team.core.conversation import ToolResultBlock
+from team.core.conversation import INTERRUPTED, ToolResultBlock
 from team.core.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,6 @@ outbox replaying after an outage (no mail arrives meanwhile). Counting turns, no
 keeps a whole flood taken in one turn. Older ids are dropped, so the window's memory
 does not grow with the run.
 """
-
-INTERRUPTED = (
-    "Interrupted: the team stopped before this tool call finished, so its result is "
-    "unknown. Run it again if you still need it."
-)
 
 
 class SessionLogError(UserError):
