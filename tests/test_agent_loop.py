@@ -294,3 +294,24 @@ def test_mail_recorded_before_a_crash_is_not_taken_twice_after_a_long_run(tmp_pa
     reloaded = SessionLog(ws.session_log("alice"))
     reloaded.load()
     assert reloaded.seen(last.id) and not reloaded.seen(early[0].id)
+
+
+def test_a_quiet_team_with_a_task_nobody_finishes_says_so_once(tmp_path, monkeypatch, caplog):
+    # alice says she is done but never completes the task (as a real model can): the team
+    # goes quiet with #1 open; --until-idle waits for it, and says why once, not every tick
+    from team.agents.runtime import supervisor
+
+    monkeypatch.setattr(supervisor, "STALL_NOTICE_S", 0.5)
+    ws = workspace(tmp_path)
+    TaskBoard(ws.tasks_dir).create("Fix the parser", owner="alice")
+    deliver(ws, "alice", "Fix the parser", sender="user", type="task")
+    rt = runtime(ws, ScriptedModel(default=reply("All done, I think.")))
+    rt.start()
+    try:
+        with caplog.at_level("WARNING", logger=supervisor.__name__):
+            assert not rt.wait(until_idle=True, idle_grace=0.1, timeout=4)  # the timeout ends it
+    finally:
+        rt.close()
+    said = [r.getMessage() for r in caplog.records if "still open" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "#1 (alice, pending)" in said[0] and "--timeout" in said[0]

@@ -40,6 +40,8 @@ from team.workspace.places import Workspace
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+STALL_NOTICE_S = 60.0
+"""How long `--until-idle` waits on a quiet team with open tasks before it says so (once)."""
 
 
 class Runtime:
@@ -248,23 +250,48 @@ class Runtime:
         A failed agent, or one whose thread has ended (its budget spent), takes on
         nothing more: its mail and its tasks do not keep the rest of the team up.
         """
+        return self._quiet() is not None and not self.open_tasks_waited_on()
+
+    def _quiet(self) -> set[str] | None:
+        """The agents that ended, if every other one is idle with an empty inbox."""
         ended = {n for n, t in self.threads.items() if not t.is_alive()} | set(self.failed)
         ended -= set(self._deferred)
         courier = self.parts.courier
         if courier is not None and courier.pending():  # a notice may yet bring work
-            return False
+            return None
         for name in list(self.names):
             if name in ended:
                 continue
             agent = self.agents.get(name)
             # a stopped agent takes on nothing more: it counts as idle
             if agent is None or agent.status.state not in ("idle", "stopped"):
-                return False
+                return None
             if self.inboxes.mailbox(name).has_pending():
-                return False
+                return None
+        return ended
+
+    def open_tasks_waited_on(self) -> list:
+        """Unfinished tasks an agent that is still running may yet finish."""
+        ended = self._quiet() or set()
         if self.board.all_done():
-            return True
-        return all(t.owner in ended for t in self.board.unfinished())
+            return []
+        return [t for t in self.board.unfinished() if t.owner not in ended]
+
+    def _stall_line(self) -> str | None:
+        """With the team quiet but tasks open: the line that names them (None otherwise)."""
+        if self._quiet() is None:
+            return None
+        waiting = self.open_tasks_waited_on()
+        if not waiting:
+            return None
+        shown = ", ".join(f"#{t.id} ({t.owner or 'unowned'}, {t.status})" for t in waiting[:5])
+        more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        tasks = "task is" if len(waiting) == 1 else "tasks are"
+        return (
+            f"every agent has been idle for {STALL_NOTICE_S:g}s, but {len(waiting)} {tasks} "
+            f"still open: {shown}{more}; --until-idle waits for them (`team tasks` shows "
+            "them; `team send` or --timeout ends the wait)"
+        )
 
     def wait(
         self,
@@ -279,6 +306,8 @@ class Runtime:
         deadline = time.monotonic() + timeout if timeout else None
         idle_since: float | None = None
         stop_asked: float | None = None
+        stall_since: float | None = None  # quiet with open tasks since (told once per stall)
+        stall_told = False
         timed_out = False
         last_status = 0.0
         while self.alive() or self._deferred:
@@ -289,6 +318,8 @@ class Runtime:
                 if tick:
                     tick()
                 self.write_status()
+                if until_idle and not self._stopping:
+                    stall_since, stall_told = self._watch_stall(now, stall_since, stall_told)
             if until_idle and not self._stopping:
                 if self.is_idle():
                     idle_since = idle_since or now
@@ -308,6 +339,22 @@ class Runtime:
         self.stop.set()
         self.write_status()
         return not timed_out
+
+    def _watch_stall(
+        self, now: float, since: float | None, told: bool
+    ) -> tuple[float | None, bool]:
+        """Say once when a quiet team has waited STALL_NOTICE_S on tasks nobody works on.
+
+        Called once a second; the board is only read while every agent is idle.
+        """
+        line = self._stall_line()
+        if line is None:
+            return None, False
+        since = since or now
+        if not told and now - since >= STALL_NOTICE_S:
+            log.warning("%s", line)
+            told = True
+        return since, told
 
     def close(self) -> None:
         self.stop.set()
