@@ -4,6 +4,7 @@ images, a server killed mid-call or hanging, one that never starts, the sandbox.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -218,6 +219,35 @@ def test_a_stdio_server_runs_in_the_sandbox_unless_team_toml_lets_it_out(tmp_pat
     with pool:
         assert int(pool.call("s", "pid", {}).text) > 10
         assert pool.status()["s"]["sandbox"] == "off"
+
+
+@pytest.mark.skipif(not bwrap.detect().usable, reason="bubblewrap cannot run here")
+def test_a_server_kept_under_tmp_still_runs_in_the_sandbox(tmp_path):
+    """The sandbox's /tmp is private: a script kept in the host's /tmp (a clone there,
+    say), and the virtualenv of the program that runs it, are shown to the server
+    read-only, or it could not start."""
+    home = Path("/tmp") / f"team-mcp-{os.getpid()}-{tmp_path.name}"
+    try:
+        home.mkdir()
+        script = home / "server.py"
+        shutil.copy(OURS, script)
+        pool, _ = sandboxed_pool(tmp_path, {"command": sys.executable, "args": [str(script)]})
+        with pool:
+            assert int(pool.call("s", "pid", {}).text) < 10  # in the sandbox, and it started
+            assert pool.status()["s"]["sandbox"] == "bwrap"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_programs_home_is_its_virtualenv(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "tool").write_text("#!/bin/sh\n")
+    (venv / "bin" / "python").symlink_to(sys.executable)  # links out of the venv
+    assert bwrap.program_home(str(venv / "bin" / "tool")) == venv.resolve()
+    assert bwrap.program_home(str(venv / "bin" / "python")) == venv.resolve()
+    assert bwrap.program_home("/bin/sh") == Path("/bin/sh").parent.resolve()
 
 
 @pytest.mark.skipif(not bwrap.detect().usable, reason="bubblewrap cannot run here")

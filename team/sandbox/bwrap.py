@@ -70,6 +70,8 @@ class Scope:
             commands, shared with no one); None gives each command an empty tmpfs.
         writable: folders outside `root` a command may write too (the git objects, refs
             and worktree entry a worktree agent commits with: team.sandbox.rules).
+        shown: folders under /tmp a command reads (the virtualenv a server runs from),
+            bound read-only over the private /tmp that would hide them.
     """
 
     root: Path
@@ -77,6 +79,7 @@ class Scope:
     deny_read: tuple[Path, ...] = ()
     tmp: Path | None = None
     writable: tuple[Path, ...] = ()
+    shown: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -267,8 +270,9 @@ class Sandbox:
         s = self.scope
         ops: list[tuple[Path, int, list[str]]] = []  # (path, order at equal depth, args)
         home = Path.home().resolve()
-        if home.is_relative_to("/tmp") and home.is_dir():
-            ops.append((home, 0, ["--ro-bind", str(home), str(home)]))  # private /tmp hid it
+        for p in (home, *s.shown):
+            if p.is_relative_to("/tmp") and p.is_dir():
+                ops.append((p, 0, ["--ro-bind", str(p), str(p)]))  # private /tmp hid it
         ops.append((s.root, 1, ["--bind", str(s.root), str(s.root)]))
         for p in s.writable:
             if p.is_dir():
@@ -277,7 +281,7 @@ class Sandbox:
             if p.exists():
                 real = str(p.resolve())
                 ops.append((Path(real), 2, ["--ro-bind", real, real]))
-        shown = (s.root, home)
+        shown = (s.root, home, *s.shown)
         for p in s.deny_read:
             if p.is_relative_to("/tmp") and not any(p.is_relative_to(d) for d in shown):
                 continue  # the private /tmp hides it already
@@ -304,6 +308,15 @@ class Sandbox:
         else:
             net = "no network (Unix sockets NOT filtered on this machine)"
         return f"bwrap ({self.bwrap}), {net}"
+
+
+def program_home(exe: str) -> Path:
+    """The folder a program needs to run: its virtualenv when it is in one, else its own."""
+    where = Path(exe).parent.resolve()  # a venv's bin/python links out of the venv: not it
+    for folder in (where, *list(where.parents)[:2]):
+        if (folder / "pyvenv.cfg").is_file():
+            return folder
+    return where
 
 
 # /run holds the host's sockets (D-Bus, Docker, systemd): a command gets an empty one

@@ -16,6 +16,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from team.core.errors import UserError
@@ -73,7 +74,14 @@ def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterat
     git = rules.git_paths(root)  # the rules and git's configuration read-only, as for bash
     protected = (*ws.protected, *rules.rule_files(ws, config), *git.readonly)
     box = bwrap.Sandbox(
-        bwrap.Scope(root, protected, bwrap.deny_paths(config, root), None, git.writable),
+        bwrap.Scope(
+            root,
+            protected,
+            bwrap.deny_paths(config, root),
+            None,
+            git.writable,
+            shown=_shown(argv),  # under /tmp, the private /tmp would hide them
+        ),
         bwrap=avail.bwrap,
         network=config.team.network if server.network is None else server.network,
         limits=config.limits,
@@ -81,6 +89,13 @@ def launch(ws: Workspace, config: TeamConfig, server: McpServerConfig) -> Iterat
     )
     with box.argv(f"cd {shlex.quote(cwd)} && exec {shlex.join(argv)}") as full:
         yield Plan(full[0], full[1:], cwd, "bwrap")
+
+
+def _shown(argv: list[str]) -> tuple[Path, ...]:
+    """What a server needs to see: its program's home, and the folders of the files its
+    arguments name (a script, a config), whose place the sandbox's /tmp may hide."""
+    named = [Path(a) for a in argv[1:] if a.startswith("/")]
+    return (bwrap.program_home(argv[0]), *(p.parent for p in named if p.is_file()))
 
 
 def status_lines(servers: dict[str, dict]) -> list[str]:
