@@ -272,7 +272,8 @@ def test_a_task_completed_hook_that_rejects(tmp_path: Path) -> None:
         "    sys.exit(2)\n"
     )
     seen = tmp_path / "ws" / "seen.jsonl"
-    cmd = shlex.join([sys.executable, str(hook), str(seen)])  # a clone's path may have spaces
+    # python3 as a person would write it: the sandbox's private /tmp hides a venv kept there
+    cmd = shlex.join(["python3", str(hook), str(seen)])  # a clone's path may have spaces
     ws = make_ws(tmp_path, tail=f'\n[hooks]\ntask_completed = "{cmd}"\n')
     bob = box(ws, "bob")
     TaskBoard(ws.tasks_dir).create("fix the bug", owner="bob")
