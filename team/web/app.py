@@ -81,10 +81,24 @@ class Site:
         self._warned: set[str] = set()
         self._board: Any = None
         self.totals = queries.Totals()
+        self.envelope = queries.Envelope()
         self._board_lock = threading.Lock()
+        self._config_lock = threading.Lock()
+        self._config: Any = None
+        self._config_stamp: tuple | None = None
 
     def config(self) -> Any:
-        return self.ws.load_config()
+        """team.toml as loaded and validated, again whenever the file changes (its stat)."""
+        try:
+            st = self.ws.config_path.stat()
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        with self._config_lock:
+            if stamp is None or stamp != self._config_stamp:
+                self._config = self.ws.load_config()
+                self._config_stamp = stamp
+            return self._config
 
     def backend(self) -> Any:
         from team.backends.base import open_backend
@@ -130,7 +144,12 @@ class Site:
                     row["usd"] = queries.summary_cost_before(conn, row["agent"], row["ts"], model)
             link = queries.transcript_link(self.ws, row.get("transcript"))
             html = self.fragments.compaction_row(row, link)
-            return {"agent": row["agent"], "layer": row["layer"], "html": str(html)}
+            return {
+                "agent": row["agent"],
+                "layer": row["layer"],
+                "success": bool(row.get("success")),
+                "html": str(html),
+            }
         if table == "deliveries":
             return {"agent": row["agent"], "html": str(self.fragments.delivery_row(row))}
         return {"agent": row["agent"], "html": str(self.fragments.agent_event(row))}
@@ -192,29 +211,48 @@ class Site:
         )
 
     def timeline_of(self, conn: Any, config: Any, name: str) -> dict:
+        """One agent's chart: its context over its whole history (bucketed), its marks."""
         window = queries.window_of(config)
         threshold = queries.threshold_tokens(config.compaction_for(name).threshold, window)
-        rows = queries.with_costs(
-            queries.compactions(conn, name),
-            queries.summary_costs(conn, name, config.team.model),
-        )
-        for row in rows[-queries.COMPACTION_ROWS :]:
-            row["link"] = queries.transcript_link(self.ws, row.get("transcript"))
-        series = queries.context_series(conn, name)
+        series = self.envelope.update(conn).series(name)
+        marks = queries.compaction_marks(conn, name)
         return {
             "name": name,
             "threshold": threshold,
-            "rows": rows[-queries.COMPACTION_ROWS :],
-            "count": len(rows),
-            "chart": queries.chart(series, rows, threshold),
+            "marks": len(marks),
+            "chart": queries.chart(series, marks, threshold),
         }
 
-    def compaction_page(self) -> HTMLResponse:
+    def compaction_page(self, agent: str | None = None, before: str | None = None) -> Response:
+        """One agent's timeline and its compactions, a page of the table at a time (an
+        agent picker above: 20 charts on one page were seconds in a browser)."""
         config = self.config()
+        names = config.names()
+        if agent is not None and agent not in names:
+            return PlainTextResponse("no such agent\n", status_code=404)
+        older_than = None
+        if before is not None:
+            if not before.isdigit():
+                return PlainTextResponse(f"before={before!r} is not an id\n", status_code=400)
+            older_than = int(before)
         with queries.events(self.ws) as conn:
-            agents = [self.timeline_of(conn, config, n) for n in config.names()]
+            counts = queries.compaction_counts(self.totals.update(conn))
+            name = agent or queries.latest_compacted(conn, names) or (names[0] if names else None)
+            if name is None:
+                return self.page("compaction.html", "compaction", "Compaction", config=config)
+            t = self.timeline_of(conn, config, name)
+            rows, older = queries.compaction_rows(conn, name, config.team.model, older_than)
+        for row in rows:
+            row["link"] = queries.transcript_link(self.ws, row.get("transcript"))
+        picks = [{"name": n, "count": counts.get(n, 0)} for n in names]
         return self.page(
-            "compaction.html", "compaction", "Compaction", config=config, agents=agents
+            "compaction.html",
+            "compaction",
+            f"Compaction · {name}",
+            config=config,
+            a={**t, "rows": rows, "older": older, "live": older_than is None},
+            picks=picks,
+            marks_shown=queries.MARKS_SHOWN,
         )
 
     def timeline_fragment(self, agent: str) -> Response:
@@ -477,11 +515,12 @@ def create_app(ws: Any, token: str | None = None, interval: float | None = None)
     """The ASGI app for the workspace `ws` (a token: every request must carry it)."""
     site = Site(ws)
 
-    def blocking(method: Any, *args: Any) -> Any:
+    def blocking(method: Any, *args: Any, query: tuple[str, ...] = ()) -> Any:
         async def endpoint(request: Request) -> Response:
             values = [request.path_params[a] for a in args]
+            params = {k: request.query_params[k] for k in query if k in request.query_params}
             try:
-                return await run_in_threadpool(method, *values)
+                return await run_in_threadpool(method, *values, **params)
             except UserError as e:
                 return PlainTextResponse(f"{e}\n", status_code=400)
 
@@ -515,7 +554,7 @@ def create_app(ws: Any, token: str | None = None, interval: float | None = None)
         Route("/", blocking(site.team_page)),
         Route("/board", blocking(site.board_page)),
         Route("/messages", blocking(site.messages_page)),
-        Route("/compaction", blocking(site.compaction_page)),
+        Route("/compaction", blocking(site.compaction_page, query=("agent", "before"))),
         Route("/study", blocking(site.study_page)),
         Route("/agent/{agent}", blocking(site.agent_page, "agent")),
         Route("/transcript/{agent}/{name:path}", blocking(site.transcript_page, "agent", "name")),

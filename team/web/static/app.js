@@ -86,13 +86,21 @@
       while (body.children.length > 200) body.lastElementChild.remove();
     },
     compaction(d) {
-      const body = $("#comp-" + CSS.escape(d.agent) + " tbody");
-      if (body) {
-        body.append(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
-        const count = $("#timeline-" + CSS.escape(d.agent) + " .ccount");
-        if (count) count.textContent = String(Number(count.textContent) + 1);
+      const pick = $("nav.picker a[data-agent='" + CSS.escape(d.agent) + "'] .ccount");
+      if (pick && d.success) pick.textContent = String(Number(pick.textContent) + 1);
+      const table = $("#comp-" + CSS.escape(d.agent));
+      if (!table) return;
+      const body = $("tbody", table);
+      if (table.dataset.live === "1" && body) {
+        body.prepend(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
+        while (body.children.length > 200) body.lastElementChild.remove();
+        const none = $(".none", table.parentElement);
+        if (none) none.remove();
       }
       refreshChart(d.agent);
+    },
+    reload() {
+      window.location.reload();
     },
   };
 
