@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 import logging
 import threading
 import time
@@ -77,6 +76,7 @@ class Site:
             lstrip_blocks=True,
         )
         self.env.filters["clock"] = _clock
+        self.env.filters["day"] = lambda ts: time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
         self.fragments = self.env.get_template("fragments.html").module
         self._warned: set[str] = set()
         self._board: Any = None
@@ -303,49 +303,70 @@ class Site:
             "Study",
             config=config,
             tables=tables,
-            experiments=experiments(self.ws.team_dir / "experiments"),
+            experiments=experiments(self.ws),
         )
 
 
-def experiments(folder: Path) -> list[dict]:
-    """`team experiment --json` results saved under `.team/experiments/`, as tables."""
+EXPERIMENTS_SHOWN = 20
+
+
+def experiments(ws: Any) -> list[dict]:
+    """`team experiment` runs saved under `.team/experiments/` (the newest first), each as
+    a table and two bar charts (billed input, peak context, by strategy)."""
+    from team.study.saved import saved_runs
+
     out = []
-    for path in sorted(folder.glob("*.json"))[:20]:
-        try:
-            data = json.loads(path.read_text())
-            outcomes = data["outcomes"]
-        except (OSError, ValueError, KeyError, TypeError):
+    for path, data in saved_runs(ws, EXPERIMENTS_SHOWN):
+        outcomes = data.get("outcomes") if data else None
+        if not isinstance(outcomes, list) or not all(isinstance(o, dict) for o in outcomes):
+            out.append({"name": path.stem, "error": "unreadable (not a saved experiment)"})
             continue
         headers = ["strategy", "billed input", "ratio", "tokens", "peak context"]
-        headers += ["micro", "auto", "manual", "retention"]
-        rows, bars = [], []
-        top = max((o.get("billed_input") or 0 for o in outcomes), default=0) or 1
+        headers += ["micro", "auto", "manual", "retention", "tasks"]
+        rows = []
         for o in outcomes:
             comp = o.get("compactions") or {}
-            ratio = o.get("ratio")
+            ratio, ret = o.get("ratio"), o.get("retention")
             rows.append(
                 [
                     o.get("strategy", "?"),
-                    f"{o.get('billed_input', 0):,.0f}",
+                    f"{o.get('billed_input') or 0:,.0f}",
                     "-" if ratio is None else f"{ratio:.2f}",
-                    f"{o.get('total_tokens', 0):,}",
-                    f"{o.get('peak_context', 0):,}",
+                    f"{o.get('total_tokens') or 0:,}",
+                    f"{o.get('peak_context') or 0:,}",
                     comp.get("micro", 0),
                     comp.get("auto", 0),
                     comp.get("manual", 0),
-                    "-" if o.get("retention") is None else f"{100 * o['retention']:.0f}%",
+                    "-" if ret is None else f"{100 * ret:.0f}%",
+                    f"{o.get('tasks_completed', '-')}/{o.get('tasks_total', '-')}",
                 ]
             )
-            billed = o.get("billed_input") or 0
-            bars.append(
-                {
-                    "name": o.get("strategy", "?"),
-                    "w": round(380 * billed / top, 1),
-                    "label": f"{billed:,.0f}",
-                }
-            )
-        out.append({"name": path.stem, "headers": headers, "rows": rows, "bars": bars})
+        out.append(
+            {
+                "name": path.stem,
+                "saved": data.get("saved"),
+                "kind": data.get("kind", ""),
+                "workload": data.get("workload", ""),
+                "threshold": data.get("threshold"),
+                "headers": headers,
+                "rows": rows,
+                "plots": [
+                    _bars("billed input (base-price tokens)", outcomes, "billed_input"),
+                    _bars("peak context (tokens)", outcomes, "peak_context"),
+                ],
+            }
+        )
     return out
+
+
+def _bars(title: str, outcomes: list[dict], key: str) -> dict:
+    values = [float(o.get(key) or 0) for o in outcomes]
+    top = max(values, default=0) or 1
+    bars = [
+        {"name": str(o.get("strategy", "?")), "w": round(380 * v / top, 1), "label": f"{v:,.0f}"}
+        for o, v in zip(outcomes, values, strict=True)
+    ]
+    return {"title": title, "bars": bars}
 
 
 # -- actions -------------------------------------------------------------------------------
