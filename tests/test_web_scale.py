@@ -11,6 +11,7 @@ rows instead of sending them all.
 from __future__ import annotations
 
 import http.client
+import json
 import random
 import re
 import socket
@@ -298,3 +299,41 @@ def test_the_compaction_page_in_the_browser_at_scale(big: Workspace) -> None:
         page.page.wait_for_selector("#timeline-agent03 table[data-live='0']")
         page.shot("compaction-scale")
         assert page.errors == []
+
+
+def test_the_agent_page_reads_on_from_where_it_stopped(tmp_path: Path) -> None:
+    """Appended records show up; after a compaction the left column starts at it, the
+    right keeps the stored text; a replaced log is read from its start."""
+    ws = make_workspace(tmp_path / "project", "sim")
+    log = ws.session_log("alice")
+    log.parent.mkdir(parents=True, exist_ok=True)
+
+    def turn(i: int) -> str:
+        user = {"t": "user", "blocks": [{"type": "text", "text": f"question {i}"}]}
+        reply = {"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]}
+        return json.dumps(user) + "\n" + json.dumps({"t": "assistant", "message": reply}) + "\n"
+
+    def columns(page: str) -> tuple[str, str]:
+        left, right = page.split("<h2>full text</h2>", 1)
+        return left.split("<h2>as the model sees it</h2>", 1)[1], right
+
+    log.write_text("".join(turn(i) for i in range(3)))
+    with web_server(ws.root) as server:
+        now, whole = columns(get(server.base, "/agent/alice")[1])
+        assert "answer 2" in now and "answer 2" in whole
+        summary = {"role": "user", "content": [{"type": "text", "text": "SUMMARY of 0-2"}]}
+        with open(log, "a") as f:
+            f.write(json.dumps({"t": "compaction", "layer": "auto", "first": summary}) + "\n")
+            f.write(turn(3))
+            f.write('{"t": "user", "blocks": [{"type": "text", "text": "half a li')  # mid-write
+        now, whole = columns(get(server.base, "/agent/alice")[1])
+        assert "SUMMARY of 0-2" in now and "answer 3" in now and "answer 2" not in now
+        assert "answer 0" in whole and "answer 3" in whole and "half a li" not in whole
+        with open(log, "a") as f:
+            f.write('ne"}]}\n')
+        assert "half a line" in columns(get(server.base, "/agent/alice")[1])[0]
+        replaced = log.with_suffix(".new")
+        replaced.write_text(turn(9))
+        replaced.replace(log)
+        now, whole = columns(get(server.base, "/agent/alice")[1])
+        assert "answer 9" in now and "SUMMARY" not in now and "answer 0" not in whole

@@ -82,6 +82,7 @@ class Site:
         self._board: Any = None
         self.totals = queries.Totals()
         self.envelope = queries.Envelope()
+        self.conversations = queries.Conversations()
         self._board_lock = threading.Lock()
         self._config_lock = threading.Lock()
         self._config: Any = None
@@ -267,7 +268,7 @@ class Site:
         config = self.config()
         if agent not in config.names():
             return PlainTextResponse("no such agent\n", status_code=404)
-        now, whole = queries.conversation(self.ws, config, agent)
+        now, whole = self.conversations.of(self.ws, config, agent)
         return self.page(
             "agent.html",
             "agent",
@@ -338,7 +339,7 @@ def experiments(ws: Any) -> list[dict]:
                     comp.get("auto", 0),
                     comp.get("manual", 0),
                     "-" if ret is None else f"{100 * ret:.0f}%",
-                    f"{o.get('tasks_completed', '-')}/{o.get('tasks_total', '-')}",
+                    f"{o['tasks_completed']}/{o['tasks_total']}" if o.get("tasks_total") else "-",
                 ]
             )
         out.append(

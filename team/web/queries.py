@@ -602,23 +602,45 @@ def _cost_row(name: str, c: dict, usd: float) -> list[str]:
 # -- the agent -----------------------------------------------------------------------------
 
 
-def conversation(ws: Workspace, config: TeamConfig, agent: str) -> tuple[list[str], list[str]]:
-    """The agent's conversation as the model sees it now (the segment since the last
-    compaction: its identity block and summary, old results as placeholders) and the
-    newest entries of its stored text, whole."""
-    from team.study.conversation_view import SessionView, read_records
+class Conversations:
+    """Each agent's session log as the Agent page shows it, read on from where the last
+    page stopped: the records since its last compaction, folded once (what the model
+    sees now), and its newest CHUNKS_SHOWN records (the stored text, whole: no fold). A
+    page costs what was appended since the last one and the render of one segment, not a
+    fold of the whole log; a log replaced or shortened, or new compaction settings, is
+    read again from the start.
+    """
 
-    path = ws.session_log(agent)
-    if not path.exists():
-        return [], []
-    records, _ = read_records(path)
-    cfg = config.compaction_for(agent)
-    views = SessionView(agent, cfg), SessionView(agent, cfg, full=True)
-    for rec in records:
-        for view in views:
-            with suppress(KeyError, TypeError, ValueError):  # render says where
-                view.fold(rec)
-    last = max((i for i, r in enumerate(records) if r.get("t") == "compaction"), default=0)
-    now = list(views[0].render(records[last:]))[-CHUNKS_SHOWN:]
-    whole = list(views[1].render(records[-CHUNKS_SHOWN:]))[-CHUNKS_SHOWN:]
-    return now, whole
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.logs: dict[str, dict[str, Any]] = {}
+
+    def of(self, ws: Workspace, config: TeamConfig, agent: str) -> tuple[list[str], list[str]]:
+        """The agent's conversation now (placeholders as the model sees them) and the
+        newest entries of its stored text."""
+        from team.study.conversation_view import SessionView, read_records
+
+        path = ws.session_log(agent)
+        try:
+            st = path.stat()
+        except OSError:
+            return [], []
+        cfg = config.compaction_for(agent)
+        with self.lock:
+            c = self.logs.get(agent)
+            if c is None or (c["ino"], c["cfg"]) != (st.st_ino, cfg) or st.st_size < c["offset"]:
+                c = {"ino": st.st_ino, "cfg": cfg, "offset": 0, "segment": [], "tail": []}
+                c["view"] = SessionView(agent, cfg)
+                self.logs[agent] = c
+            records, c["offset"] = read_records(path, c["offset"])
+            for rec in records:
+                if rec.get("t") == "compaction":  # the model goes on from its summary
+                    c["view"], c["segment"] = SessionView(agent, cfg), []
+                c["segment"].append(rec)
+                with suppress(KeyError, TypeError, ValueError):  # render says where
+                    c["view"].fold(rec)
+            c["tail"] = (c["tail"] + records)[-CHUNKS_SHOWN:]
+            now = list(c["view"].render(c["segment"]))[-CHUNKS_SHOWN:]
+            tail = list(c["tail"])
+        whole = list(SessionView(agent, cfg, full=True).render(tail))[-CHUNKS_SHOWN:]
+        return now, whole
