@@ -73,6 +73,12 @@ def test_a_running_team_live_in_the_browser(tmp_path: Path) -> None:
                 timeout=30_000,
             )
             assert page.page.evaluate("window.notReloaded") is True
+            # the heading counts what the chart marks, live too
+            heading, chart = page.page.evaluate(
+                "[document.querySelector('.agent-timeline .mcount').textContent,"
+                " document.querySelector('svg.chart').dataset.marks]"
+            )
+            assert heading == chart
             page.shot("compaction")
 
             # a compaction's transcript, from its link

@@ -36,7 +36,10 @@
         .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
         .then((html) => {
           const svg = fromHTML(html);
-          if (svg) box.replaceChildren(svg);
+          if (!svg) return;
+          box.replaceChildren(svg);
+          const count = $("#timeline-" + CSS.escape(agent) + " .mcount");
+          if (count && svg.dataset.marks) count.textContent = svg.dataset.marks;
         })
         .catch(() => {});
     }, 200);
