@@ -26,7 +26,7 @@ WORK = [
 
 
 def marks(page) -> int:
-    return page.locator("svg.chart .mark").count()
+    return int(page.locator("svg.chart").first.get_attribute("data-marks") or 0)
 
 
 def test_a_running_team_live_in_the_browser(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_running_team_live_in_the_browser(tmp_path: Path) -> None:
                 for text in WORK:
                     assert team_cli(ws.root, "assign", agent, text).returncode == 0
             page.page.wait_for_function(
-                f"document.querySelectorAll('svg.chart .mark').length > {before}",
+                f"Number(document.querySelector('svg.chart').dataset.marks) > {before}",
                 timeout=90_000,
             )
             page.page.wait_for_function(
@@ -73,6 +73,12 @@ def test_a_running_team_live_in_the_browser(tmp_path: Path) -> None:
                 timeout=30_000,
             )
             assert page.page.evaluate("window.notReloaded") is True
+            # the heading counts what the chart marks, live too
+            heading, chart = page.page.evaluate(
+                "[document.querySelector('.agent-timeline .mcount').textContent,"
+                " document.querySelector('svg.chart').dataset.marks]"
+            )
+            assert heading == chart
             page.shot("compaction")
 
             # a compaction's transcript, from its link

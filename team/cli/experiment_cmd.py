@@ -87,6 +87,18 @@ PATH = click.Path(path_type=Path)
     metavar="DIR",
     help="Keep each strategy's run in DIR/<strategy> (for team stats -C).",
 )
+@click.option(
+    "--dir",
+    "-C",
+    "dir",
+    type=PATH,
+    metavar="DIR",
+    envvar="TEAM_DIR",
+    show_envvar=True,
+    help="Workspace to save the results in (.team/experiments/, the Study page of team web). "
+    "Default: the replayed workspace, else the current directory if it has a team.toml.",
+)
+@click.option("--no-save", is_flag=True, help="Do not save the results.")
 @json_option
 def experiment(
     agents: int,
@@ -100,6 +112,8 @@ def experiment(
     summary_model: str | None,
     repair: bool,
     keep: Path | None,
+    dir: Path | None,
+    no_save: bool,
     json_out: bool,
 ) -> None:
     """Compare compaction strategies on one workload (offline sim).
@@ -144,21 +158,51 @@ def experiment(
                 summary_model=model,
                 progress=progress,
             )
+            data = result.to_dict()
             if json_out:
-                click.echo(json.dumps(result.to_dict(), indent=2))
+                click.echo(json.dumps(data, indent=2))
             else:
                 click.echo(render_log(result))
+            if not no_save:
+                _save(dir, replay, "replay", data)
             return
     else:
         workload = Workload(agents=agents, tasks_per_agent=tasks, seed=seed)
         exp = run_experiment(
             workload, threshold=threshold, strategies=strategies, keep=keep, progress=progress
         )
+    data = exp.to_dict()
     if json_out:
-        click.echo(json.dumps(exp.to_dict(), indent=2))
+        click.echo(json.dumps(data, indent=2))
     else:
         click.echo("(offline simulation: SimModel and its simulated prompt cache)")
         click.echo(render(exp))
+    if not no_save:
+        _save(dir, replay, "replay" if replay is not None else "sim", data)
+
+
+def _save(dir: Path | None, replay: Path | None, kind: str, data: dict) -> None:
+    """Keep the results in a workspace for `team web` (one line on stderr says where)."""
+    from team.study.saved import save
+    from team.workspace.filenames import CONFIG_FILE
+    from team.workspace.places import Workspace
+
+    if dir is None:
+        if replay is not None and replay.is_dir() and (replay / CONFIG_FILE).is_file():
+            dir = replay
+        elif Path(CONFIG_FILE).is_file():
+            dir = Path(".")
+        else:
+            print(
+                "results not saved: no workspace here (-C DIR keeps them for team web)",
+                file=sys.stderr,
+            )
+            return
+    try:
+        path = save(Workspace.at(dir), kind, data)
+    except OSError as e:
+        raise UserError(f"results not saved in {dir}: {e.strerror or e}") from e
+    print(f"saved: {path}", file=sys.stderr)
 
 
 def _own_recording(path: Path) -> bool:

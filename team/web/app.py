@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 import logging
 import threading
 import time
@@ -77,14 +76,30 @@ class Site:
             lstrip_blocks=True,
         )
         self.env.filters["clock"] = _clock
+        self.env.filters["day"] = lambda ts: time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
         self.fragments = self.env.get_template("fragments.html").module
         self._warned: set[str] = set()
         self._board: Any = None
         self.totals = queries.Totals()
+        self.envelope = queries.Envelope()
+        self.conversations = queries.Conversations()
         self._board_lock = threading.Lock()
+        self._config_lock = threading.Lock()
+        self._config: Any = None
+        self._config_stamp: tuple | None = None
 
     def config(self) -> Any:
-        return self.ws.load_config()
+        """team.toml as loaded and validated, again whenever the file changes (its stat)."""
+        try:
+            st = self.ws.config_path.stat()
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        with self._config_lock:
+            if stamp is None or stamp != self._config_stamp:
+                self._config = self.ws.load_config()
+                self._config_stamp = stamp
+            return self._config
 
     def backend(self) -> Any:
         from team.backends.base import open_backend
@@ -130,7 +145,12 @@ class Site:
                     row["usd"] = queries.summary_cost_before(conn, row["agent"], row["ts"], model)
             link = queries.transcript_link(self.ws, row.get("transcript"))
             html = self.fragments.compaction_row(row, link)
-            return {"agent": row["agent"], "layer": row["layer"], "html": str(html)}
+            return {
+                "agent": row["agent"],
+                "layer": row["layer"],
+                "success": bool(row.get("success")),
+                "html": str(html),
+            }
         if table == "deliveries":
             return {"agent": row["agent"], "html": str(self.fragments.delivery_row(row))}
         return {"agent": row["agent"], "html": str(self.fragments.agent_event(row))}
@@ -192,29 +212,48 @@ class Site:
         )
 
     def timeline_of(self, conn: Any, config: Any, name: str) -> dict:
+        """One agent's chart: its context over its whole history (bucketed), its marks."""
         window = queries.window_of(config)
         threshold = queries.threshold_tokens(config.compaction_for(name).threshold, window)
-        rows = queries.with_costs(
-            queries.compactions(conn, name),
-            queries.summary_costs(conn, name, config.team.model),
-        )
-        for row in rows[-queries.COMPACTION_ROWS :]:
-            row["link"] = queries.transcript_link(self.ws, row.get("transcript"))
-        series = queries.context_series(conn, name)
+        series = self.envelope.update(conn).series(name)
+        marks = queries.compaction_marks(conn, name)
         return {
             "name": name,
             "threshold": threshold,
-            "rows": rows[-queries.COMPACTION_ROWS :],
-            "count": len(rows),
-            "chart": queries.chart(series, rows, threshold),
+            "marks": len(marks),
+            "chart": queries.chart(series, marks, threshold),
         }
 
-    def compaction_page(self) -> HTMLResponse:
+    def compaction_page(self, agent: str | None = None, before: str | None = None) -> Response:
+        """One agent's timeline and its compactions, a page of the table at a time (an
+        agent picker above: 20 charts on one page were seconds in a browser)."""
         config = self.config()
+        names = config.names()
+        if agent is not None and agent not in names:
+            return PlainTextResponse("no such agent\n", status_code=404)
+        older_than = None
+        if before is not None:
+            if not before.isdigit():
+                return PlainTextResponse(f"before={before!r} is not an id\n", status_code=400)
+            older_than = int(before)
         with queries.events(self.ws) as conn:
-            agents = [self.timeline_of(conn, config, n) for n in config.names()]
+            counts = queries.compaction_counts(self.totals.update(conn))
+            name = agent or queries.latest_compacted(conn, names) or (names[0] if names else None)
+            if name is None:
+                return self.page("compaction.html", "compaction", "Compaction", config=config)
+            t = self.timeline_of(conn, config, name)
+            rows, older = queries.compaction_rows(conn, name, config.team.model, older_than)
+        for row in rows:
+            row["link"] = queries.transcript_link(self.ws, row.get("transcript"))
+        picks = [{"name": n, "count": counts.get(n, 0)} for n in names]
         return self.page(
-            "compaction.html", "compaction", "Compaction", config=config, agents=agents
+            "compaction.html",
+            "compaction",
+            f"Compaction · {name}",
+            config=config,
+            a={**t, "rows": rows, "older": older, "live": older_than is None},
+            picks=picks,
+            marks_shown=queries.MARKS_SHOWN,
         )
 
     def timeline_fragment(self, agent: str) -> Response:
@@ -229,7 +268,7 @@ class Site:
         config = self.config()
         if agent not in config.names():
             return PlainTextResponse("no such agent\n", status_code=404)
-        now, whole = queries.conversation(self.ws, config, agent)
+        now, whole = self.conversations.of(self.ws, config, agent)
         return self.page(
             "agent.html",
             "agent",
@@ -265,49 +304,70 @@ class Site:
             "Study",
             config=config,
             tables=tables,
-            experiments=experiments(self.ws.team_dir / "experiments"),
+            experiments=experiments(self.ws),
         )
 
 
-def experiments(folder: Path) -> list[dict]:
-    """`team experiment --json` results saved under `.team/experiments/`, as tables."""
+EXPERIMENTS_SHOWN = 20
+
+
+def experiments(ws: Any) -> list[dict]:
+    """`team experiment` runs saved under `.team/experiments/` (the newest first), each as
+    a table and two bar charts (billed input, peak context, by strategy)."""
+    from team.study.saved import saved_runs
+
     out = []
-    for path in sorted(folder.glob("*.json"))[:20]:
-        try:
-            data = json.loads(path.read_text())
-            outcomes = data["outcomes"]
-        except (OSError, ValueError, KeyError, TypeError):
+    for path, data in saved_runs(ws, EXPERIMENTS_SHOWN):
+        outcomes = data.get("outcomes") if data else None
+        if not isinstance(outcomes, list) or not all(isinstance(o, dict) for o in outcomes):
+            out.append({"name": path.stem, "error": "unreadable (not a saved experiment)"})
             continue
         headers = ["strategy", "billed input", "ratio", "tokens", "peak context"]
-        headers += ["micro", "auto", "manual", "retention"]
-        rows, bars = [], []
-        top = max((o.get("billed_input") or 0 for o in outcomes), default=0) or 1
+        headers += ["micro", "auto", "manual", "retention", "tasks"]
+        rows = []
         for o in outcomes:
             comp = o.get("compactions") or {}
-            ratio = o.get("ratio")
+            ratio, ret = o.get("ratio"), o.get("retention")
             rows.append(
                 [
                     o.get("strategy", "?"),
-                    f"{o.get('billed_input', 0):,.0f}",
+                    f"{o.get('billed_input') or 0:,.0f}",
                     "-" if ratio is None else f"{ratio:.2f}",
-                    f"{o.get('total_tokens', 0):,}",
-                    f"{o.get('peak_context', 0):,}",
+                    f"{o.get('total_tokens') or 0:,}",
+                    f"{o.get('peak_context') or 0:,}",
                     comp.get("micro", 0),
                     comp.get("auto", 0),
                     comp.get("manual", 0),
-                    "-" if o.get("retention") is None else f"{100 * o['retention']:.0f}%",
+                    "-" if ret is None else f"{100 * ret:.0f}%",
+                    f"{o['tasks_completed']}/{o['tasks_total']}" if o.get("tasks_total") else "-",
                 ]
             )
-            billed = o.get("billed_input") or 0
-            bars.append(
-                {
-                    "name": o.get("strategy", "?"),
-                    "w": round(380 * billed / top, 1),
-                    "label": f"{billed:,.0f}",
-                }
-            )
-        out.append({"name": path.stem, "headers": headers, "rows": rows, "bars": bars})
+        out.append(
+            {
+                "name": path.stem,
+                "saved": data.get("saved"),
+                "kind": data.get("kind", ""),
+                "workload": data.get("workload", ""),
+                "threshold": data.get("threshold"),
+                "headers": headers,
+                "rows": rows,
+                "plots": [
+                    _bars("billed input (base-price tokens)", outcomes, "billed_input"),
+                    _bars("peak context (tokens)", outcomes, "peak_context"),
+                ],
+            }
+        )
     return out
+
+
+def _bars(title: str, outcomes: list[dict], key: str) -> dict:
+    values = [float(o.get(key) or 0) for o in outcomes]
+    top = max(values, default=0) or 1
+    bars = [
+        {"name": str(o.get("strategy", "?")), "w": round(380 * v / top, 1), "label": f"{v:,.0f}"}
+        for o, v in zip(outcomes, values, strict=True)
+    ]
+    return {"title": title, "bars": bars}
 
 
 # -- actions -------------------------------------------------------------------------------
@@ -477,11 +537,12 @@ def create_app(ws: Any, token: str | None = None, interval: float | None = None)
     """The ASGI app for the workspace `ws` (a token: every request must carry it)."""
     site = Site(ws)
 
-    def blocking(method: Any, *args: Any) -> Any:
+    def blocking(method: Any, *args: Any, query: tuple[str, ...] = ()) -> Any:
         async def endpoint(request: Request) -> Response:
             values = [request.path_params[a] for a in args]
+            params = {k: request.query_params[k] for k in query if k in request.query_params}
             try:
-                return await run_in_threadpool(method, *values)
+                return await run_in_threadpool(method, *values, **params)
             except UserError as e:
                 return PlainTextResponse(f"{e}\n", status_code=400)
 
@@ -515,7 +576,7 @@ def create_app(ws: Any, token: str | None = None, interval: float | None = None)
         Route("/", blocking(site.team_page)),
         Route("/board", blocking(site.board_page)),
         Route("/messages", blocking(site.messages_page)),
-        Route("/compaction", blocking(site.compaction_page)),
+        Route("/compaction", blocking(site.compaction_page, query=("agent", "before"))),
         Route("/study", blocking(site.study_page)),
         Route("/agent/{agent}", blocking(site.agent_page, "agent")),
         Route("/transcript/{agent}/{name:path}", blocking(site.transcript_page, "agent", "name")),

@@ -23,9 +23,9 @@ from team.workspace.places import USER, Workspace
 
 LIVE_TABLES = ("compactions", "deliveries", "agent_events")
 """The event tables the live stream follows, after the last id each client has seen."""
-SERIES_POINTS = 400  # model calls drawn per agent on the compaction timeline
-COMPACTIONS_SHOWN = 300  # compactions marked per agent
-COMPACTION_ROWS = 30  # of which the table lists the newest
+SERIES_BUCKETS = 300  # time buckets of the compaction timeline (2 points each at most)
+MARKS_SHOWN = 1000  # compactions marked on it (the newest)
+COMPACTION_ROWS = 30  # compactions listed per page of its table (newest first, then older)
 DELIVERIES_SHOWN = 200
 MAIL_SHOWN = 50  # messages listed per inbox
 FINISHED_SHOWN = 50  # finished tasks on the board (the newest)
@@ -284,54 +284,145 @@ def inboxes(backend: Any, config: TeamConfig) -> list[dict]:
 # -- compaction ----------------------------------------------------------------------------
 
 
-def context_series(conn: sqlite3.Connection | None, agent: str) -> list[tuple[float, int]]:
-    """(ts, context tokens) of the agent's newest model calls, oldest first."""
-    if not _has(conn, "model_calls"):
-        return []
-    got = conn.execute(
-        "SELECT ts, COALESCE(input_tokens, 0) + COALESCE(cache_read_tokens, 0)"
-        " + COALESCE(cache_write_tokens, 0) FROM model_calls"
-        " WHERE agent = ? AND purpose = 'agent' AND error IS NULL ORDER BY ts DESC LIMIT ?",
-        (agent, SERIES_POINTS),
-    ).fetchall()
-    return [(float(ts), int(t)) for ts, t in reversed(got)]
+CONTEXT_TOKENS = (
+    "COALESCE(input_tokens, 0) + COALESCE(cache_read_tokens, 0) + COALESCE(cache_write_tokens, 0)"
+)
+AGENT_CALLS = "FROM model_calls WHERE agent = ? AND purpose = 'agent' AND error IS NULL"
 
 
-def compactions(conn: sqlite3.Connection | None, agent: str) -> list[dict]:
-    """The agent's newest compactions, oldest first."""
+class Envelope:
+    """Each agent's context line over its whole history, in at most SERIES_BUCKETS buckets
+    of equal time that each keep their smallest and their largest model call: a fold over
+    the calls after the last id it has seen (one range scan on the primary key for all
+    agents), so a page reads only what was written since the last one and the chart has
+    at most 2 x SERIES_BUCKETS points, however long the agent has run. When a call falls
+    past the last bucket, the buckets' width doubles and neighbours merge (the smallest
+    of the two smallest, the largest of the two largest): the same buckets a grouped scan
+    of every row with that width would give.
+    """
+
+    FIRST_WIDTH = 1.0 / 64  # seconds: doubled as often as the span needs
+
+    def __init__(self, buckets: int = SERIES_BUCKETS) -> None:
+        self.lock = threading.Lock()
+        self.buckets = buckets
+        self.last = 0
+        self.lines: dict[str, list] = {}  # agent -> [t0, width, {bucket: [lo, hi]}]
+
+    def update(self, conn: sqlite3.Connection | None) -> Envelope:
+        if not _has(conn, "model_calls"):
+            return self
+        with self.lock:
+            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM model_calls").fetchone()[0]
+            if top < self.last:  # another database in its place: start again
+                self.lines.clear()
+                self.last = 0
+            if top > self.last:
+                got = conn.execute(
+                    f"SELECT agent, ts, {CONTEXT_TOKENS} FROM model_calls"
+                    " WHERE id > ? AND id <= ? AND purpose = 'agent' AND error IS NULL",
+                    (self.last, top),
+                )
+                for agent, ts, tokens in got:
+                    self._add(agent, float(ts), int(tokens))
+                self.last = top
+        return self
+
+    def _add(self, agent: str, ts: float, tokens: int) -> None:
+        line = self.lines.setdefault(agent, [ts, self.FIRST_WIDTH, {}])
+        t0, width, cells = line
+        b = max(0, int((ts - t0) // width))
+        while b >= self.buckets:
+            merged: dict[int, list] = {}
+            for k, (lo, hi) in cells.items():
+                into = merged.get(k // 2)
+                if into is None:
+                    merged[k // 2] = [lo, hi]
+                else:
+                    into[0] = min(into[0], lo, key=_tokens_then_ts)
+                    into[1] = max(into[1], hi, key=_tokens_then_ts)
+            width *= 2
+            cells = merged
+            line[1:] = [width, cells]
+            b = max(0, int((ts - t0) // width))
+        point = (ts, tokens)
+        cell = cells.get(b)
+        if cell is None:
+            cells[b] = [point, point]
+        else:
+            cell[0] = min(cell[0], point, key=_tokens_then_ts)
+            cell[1] = max(cell[1], point, key=_tokens_then_ts)
+
+    def series(self, agent: str) -> list[tuple[float, int]]:
+        """(ts, context tokens) of the agent's line, oldest first."""
+        with self.lock:
+            line = self.lines.get(agent)
+            if line is None:
+                return []
+            return sorted({p for cell in line[2].values() for p in cell})
+
+
+def _tokens_then_ts(point: tuple[float, int]) -> tuple[int, float]:
+    return point[1], point[0]
+
+
+def compaction_marks(conn: sqlite3.Connection | None, agent: str) -> list[dict]:
+    """The agent's compactions (the newest MARKS_SHOWN, few), oldest first: the chart's marks."""
     if not _has(conn, "compactions"):
         return []
     got = conn.execute(
-        "SELECT * FROM compactions WHERE agent = ? ORDER BY ts DESC LIMIT ?",
-        (agent, COMPACTIONS_SHOWN),
+        "SELECT ts, layer, trigger, tokens_before, tokens_after, success FROM compactions"
+        " WHERE agent = ? ORDER BY ts DESC LIMIT ?",
+        (agent, MARKS_SHOWN),
     ).fetchall()
     return [dict(r) for r in reversed(got)]
 
 
-def summary_costs(conn: sqlite3.Connection | None, agent: str, model: str) -> list[tuple]:
-    """(ts, dollars) of the agent's summary calls, to price each compaction."""
-    if not _has(conn, "model_calls"):
-        return []
+def compaction_rows(
+    conn: sqlite3.Connection | None, agent: str, model: str, before: int | None = None
+) -> tuple[list[dict], int | None]:
+    """The agent's newest COMPACTION_ROWS compactions (older than the one of id `before`,
+    if given), newest first, each with the cost of its summary call; and the id to ask
+    for the next older page with (None if there is none)."""
+    if not _has(conn, "compactions"):
+        return [], None
+    where, args = "agent = ?", [agent]
+    if before is not None:
+        edge = conn.execute(
+            "SELECT ts FROM compactions WHERE id = ? AND agent = ?", (before, agent)
+        ).fetchone()
+        if edge is None:
+            return [], None
+        where += " AND (ts < ? OR (ts = ? AND id < ?))"
+        args += [edge[0], edge[0], before]
     got = conn.execute(
-        "SELECT * FROM model_calls WHERE agent = ? AND purpose = 'summary'"
-        " ORDER BY ts DESC LIMIT ?",
-        (agent, COMPACTIONS_SHOWN),
+        f"SELECT * FROM compactions WHERE {where} ORDER BY ts DESC, id DESC LIMIT ?",
+        (*args, COMPACTION_ROWS + 1),
     ).fetchall()
-    return [(float(r["ts"]), prices.dollars(dict(r), model)) for r in reversed(got)]
-
-
-def with_costs(rows: list[dict], costs: list[tuple]) -> list[dict]:
-    """Each auto or manual compaction gets the cost of the summary call that made it:
-    the last summary call at or before the compaction's event (micro costs no call)."""
-    i = 0
+    rows = [dict(r) for r in got[:COMPACTION_ROWS]]
     for row in rows:
         row["usd"] = None
-        if row.get("layer") == "micro":
-            continue
-        while i < len(costs) and costs[i][0] <= row["ts"]:
-            row["usd"] = costs[i][1]
-            i += 1
-    return rows
+        if row.get("layer") != "micro":
+            row["usd"] = summary_cost_before(conn, agent, row["ts"], model)
+    older = rows[-1]["id"] if len(got) > COMPACTION_ROWS else None
+    return rows, older
+
+
+def latest_compacted(conn: sqlite3.Connection | None, names: list[str]) -> str | None:
+    """The agent of the newest compaction, if it is one of `names` (the page's default)."""
+    if not _has(conn, "compactions"):
+        return None
+    row = conn.execute("SELECT agent FROM compactions ORDER BY id DESC LIMIT 1").fetchone()
+    return row[0] if row and row[0] in names else None
+
+
+def compaction_counts(totals: Totals) -> dict[str, int]:
+    """Successful compactions per agent, from the running sums."""
+    out: dict[str, int] = {}
+    with totals.lock:
+        for (agent, _layer), (n, _s, _c) in totals.comp.items():
+            out[agent] = out.get(agent, 0) + int(n)
+    return out
 
 
 def transcript_path(ws: Workspace, agent: str, name: str) -> Path | None:
@@ -365,11 +456,16 @@ def transcript_link(ws: Workspace, transcript: str | None) -> tuple[str, str] | 
 def chart(series: list[tuple[float, int]], marks: list[dict], threshold: int) -> dict:
     """The timeline's geometry (SVG units): the context line, the threshold, the marks."""
     width, height, pad = 900, 180, 8
-    if series:  # the marks of the span the line covers (the newest calls)
-        marks = [m for m in marks if m["ts"] >= series[0][0]]
     times = [t for t, _ in series] + [m["ts"] for m in marks]
     if not times:
-        return {"width": width, "height": height, "points": "", "marks": [], "ticks": []}
+        return {
+            "width": width,
+            "height": height,
+            "points": "",
+            "marks": [],
+            "micro": "",
+            "micro_count": 0,
+        }
     t0, t1 = min(times), max(times)
     top = max([v for _, v in series] + [m.get("tokens_before") or 0 for m in marks] + [threshold])
     span = (t1 - t0) or 1.0
@@ -380,26 +476,28 @@ def chart(series: list[tuple[float, int]], marks: list[dict], threshold: int) ->
     def y(v: float) -> float:
         return round(height - pad - (height - 2 * pad) * v / (top or 1), 1)
 
+    bottom = height - pad
+    micro = [m for m in marks if m.get("layer") == "micro"]
     return {
         "width": width,
         "height": height,
         "points": " ".join(f"{x(t)},{y(v)}" for t, v in series),
         "threshold_y": y(threshold),
-        "marks": [_mark(m, x(m["ts"]), y, height - pad) for m in marks],
+        "marks": [_mark(m, x(m["ts"]), y) for m in marks if m.get("layer") != "micro"],
+        # micro clears are the many: one path of ticks on the time axis, no title each
+        "micro": " ".join(f"M{x(m['ts'])} {bottom - 8}V{bottom}" for m in micro),
+        "micro_count": len(micro),
         "top": top,
     }
 
 
-def _mark(m: dict, x: float, y: Any, bottom: float) -> dict:
-    """A compaction on the chart: a line from its context before to after; a micro
-    clear, whose tokens are of the results it cleared, not of the context, is a tick on
-    the time axis."""
+def _mark(m: dict, x: float, y: Any) -> dict:
+    """An auto or manual compaction on the chart: a line from its context before to after."""
     before, after = m.get("tokens_before") or 0, m.get("tokens_after") or 0
     title = f"{m.get('layer')} ({m.get('trigger')}): {before:,} → {after:,} tokens"
-    out = {"layer": m.get("layer"), "title": title, "x": x}
-    if m.get("layer") == "micro":
-        return {**out, "y1": bottom - 8, "y2": bottom}
-    return {**out, "y1": y(before), "y2": y(after)}
+    if not m.get("success", True):
+        title += " (failed)"
+    return {"layer": m.get("layer"), "title": title, "x": x, "y1": y(before), "y2": y(after)}
 
 
 def summary_cost_before(
@@ -504,23 +602,45 @@ def _cost_row(name: str, c: dict, usd: float) -> list[str]:
 # -- the agent -----------------------------------------------------------------------------
 
 
-def conversation(ws: Workspace, config: TeamConfig, agent: str) -> tuple[list[str], list[str]]:
-    """The agent's conversation as the model sees it now (the segment since the last
-    compaction: its identity block and summary, old results as placeholders) and the
-    newest entries of its stored text, whole."""
-    from team.study.conversation_view import SessionView, read_records
+class Conversations:
+    """Each agent's session log as the Agent page shows it, read on from where the last
+    page stopped: the records since its last compaction, folded once (what the model
+    sees now), and its newest CHUNKS_SHOWN records (the stored text, whole: no fold). A
+    page costs what was appended since the last one and the render of one segment, not a
+    fold of the whole log; a log replaced or shortened, or new compaction settings, is
+    read again from the start.
+    """
 
-    path = ws.session_log(agent)
-    if not path.exists():
-        return [], []
-    records, _ = read_records(path)
-    cfg = config.compaction_for(agent)
-    views = SessionView(agent, cfg), SessionView(agent, cfg, full=True)
-    for rec in records:
-        for view in views:
-            with suppress(KeyError, TypeError, ValueError):  # render says where
-                view.fold(rec)
-    last = max((i for i, r in enumerate(records) if r.get("t") == "compaction"), default=0)
-    now = list(views[0].render(records[last:]))[-CHUNKS_SHOWN:]
-    whole = list(views[1].render(records[-CHUNKS_SHOWN:]))[-CHUNKS_SHOWN:]
-    return now, whole
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.logs: dict[str, dict[str, Any]] = {}
+
+    def of(self, ws: Workspace, config: TeamConfig, agent: str) -> tuple[list[str], list[str]]:
+        """The agent's conversation now (placeholders as the model sees them) and the
+        newest entries of its stored text."""
+        from team.study.conversation_view import SessionView, read_records
+
+        path = ws.session_log(agent)
+        try:
+            st = path.stat()
+        except OSError:
+            return [], []
+        cfg = config.compaction_for(agent)
+        with self.lock:
+            c = self.logs.get(agent)
+            if c is None or (c["ino"], c["cfg"]) != (st.st_ino, cfg) or st.st_size < c["offset"]:
+                c = {"ino": st.st_ino, "cfg": cfg, "offset": 0, "segment": [], "tail": []}
+                c["view"] = SessionView(agent, cfg)
+                self.logs[agent] = c
+            records, c["offset"] = read_records(path, c["offset"])
+            for rec in records:
+                if rec.get("t") == "compaction":  # the model goes on from its summary
+                    c["view"], c["segment"] = SessionView(agent, cfg), []
+                c["segment"].append(rec)
+                with suppress(KeyError, TypeError, ValueError):  # render says where
+                    c["view"].fold(rec)
+            c["tail"] = (c["tail"] + records)[-CHUNKS_SHOWN:]
+            now = list(c["view"].render(c["segment"]))[-CHUNKS_SHOWN:]
+            tail = list(c["tail"])
+        whole = list(SessionView(agent, cfg, full=True).render(tail))[-CHUNKS_SHOWN:]
+        return now, whole

@@ -4,8 +4,9 @@ Each client's stream remembers what it has sent: the last id of each followed ev
 table (compactions, deliveries, agent events), each task's key (`queries.board_key`) and
 each agent's status line. Every `interval` it looks again and sends only the rows and
 records that moved, each as one small HTML fragment with the data the page places it by
-(docs/design.md, "team web"). A reconnecting browser sends `Last-Event-ID` (the ids of
-the tables as `c.d.a`) and gets what it missed.
+(docs/design.md, "team web"). A new stream starts after the newest rows (the page
+has them); a reconnecting browser sends `Last-Event-ID` (the ids of the tables as
+`c.d.a`) and gets what it missed, or, beyond CATCH_UP rows, an event to reload.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import anyio
 from team.web import queries
 
 INTERVAL = 0.1  # seconds between looks; what a browser waits at most beyond that is the wire
+CATCH_UP = 1000
+"""Rows of one table a reconnecting client may have missed and still be sent one by one;
+further behind (or ahead: another database), it is told to reload its page instead."""
 KEEPALIVE = 15.0  # a comment line this often keeps proxies from closing an idle stream
 
 EVENT_NAMES = {"compactions": "compaction", "deliveries": "delivery", "agent_events": "agent_event"}
@@ -58,10 +62,19 @@ class Follower:
     status_stamp: tuple | None = None
     agents: dict[str, str] = field(default_factory=dict)
     board: Any = None
+    stale: bool = False  # the client is too far behind: its page must reload
 
     def start(self, last: dict[str, int] | None) -> None:
+        """Begin after the newest rows (a new page has them), or after the ids a
+        reconnecting page sent, unless it missed more than CATCH_UP rows of a table."""
         with queries.events(self.site.ws) as conn:
-            self.ids = last or queries.last_ids(conn)
+            self.ids = queries.last_ids(conn)
+        if last is not None:
+            behind = [self.ids[t] - last.get(t, 0) for t in queries.LIVE_TABLES]
+            if all(0 <= b <= CATCH_UP for b in behind):
+                self.ids = dict(last)
+            else:
+                self.stale = True
         for task in self._board():
             self.tasks[task.id] = queries.board_key(task)
         self.status_stamp = self._stamp()
@@ -137,6 +150,8 @@ async def stream(
     """The event stream of one client, until it goes away."""
     yield "retry: 1000\n\n"
     yield frame("ready", {"interval": interval}, follower.ids)
+    if follower.stale:
+        yield frame("reload", {})
     quiet = 0.0
     while not await disconnected():
         frames = await anyio.to_thread.run_sync(follower.look)

@@ -125,6 +125,11 @@ class Workspace:
         return self.team_dir / "events.db"
 
     @property
+    def experiments_dir(self) -> Path:
+        """`team experiment`'s saved results, one JSON file a run (the Study page's)."""
+        return self.team_dir / "experiments"
+
+    @property
     def report_png(self) -> Path:
         """Where `team report` draws by default (its HTML page goes beside it)."""
         return self.team_dir / "report.png"

@@ -36,7 +36,10 @@
         .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
         .then((html) => {
           const svg = fromHTML(html);
-          if (svg) box.replaceChildren(svg);
+          if (!svg) return;
+          box.replaceChildren(svg);
+          const count = $("#timeline-" + CSS.escape(agent) + " .mcount");
+          if (count && svg.dataset.marks) count.textContent = svg.dataset.marks;
         })
         .catch(() => {});
     }, 200);
@@ -86,13 +89,21 @@
       while (body.children.length > 200) body.lastElementChild.remove();
     },
     compaction(d) {
-      const body = $("#comp-" + CSS.escape(d.agent) + " tbody");
-      if (body) {
-        body.append(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
-        const count = $("#timeline-" + CSS.escape(d.agent) + " .ccount");
-        if (count) count.textContent = String(Number(count.textContent) + 1);
+      const pick = $("nav.picker a[data-agent='" + CSS.escape(d.agent) + "'] .ccount");
+      if (pick && d.success) pick.textContent = String(Number(pick.textContent) + 1);
+      const table = $("#comp-" + CSS.escape(d.agent));
+      if (!table) return;
+      const body = $("tbody", table);
+      if (table.dataset.live === "1" && body) {
+        body.prepend(fromHTML("<table><tbody>" + d.html + "</tbody></table>").querySelector("tr"));
+        while (body.children.length > 200) body.lastElementChild.remove();
+        const none = $(".none", table.parentElement);
+        if (none) none.remove();
       }
       refreshChart(d.agent);
+    },
+    reload() {
+      window.location.reload();
     },
   };
 
