@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ PUBLIC = Path("/work/fixtures")
 sys.path.insert(0, str(ROOT / "bench"))
 
 VOLATILE = {"seconds", "workspace"}
+TMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[\w.-]+")
 
 
 def fixtures() -> list[Path]:
@@ -46,8 +48,9 @@ def scrub(value: Any) -> Any:
         return {k: scrub(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [scrub(v) for v in value]
-    if isinstance(value, str) and "/team-import-" in value:
-        return "<tmp>"
+    if isinstance(value, str):
+        # the temporary folders of the import and of the synthetic logs
+        return TMP.sub("<tmp>", value)
     return value
 
 
@@ -73,7 +76,8 @@ def diff(a: Any, b: Any, where: str = "") -> list[str]:
                 out += diff(a[k], b[k], f"{where}.{k}")
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [line for i, (x, y) in enumerate(zip(a, b)) for line in diff(x, y, f"{where}[{i}]")]
+        pairs = enumerate(zip(a, b, strict=True))
+        return [line for i, (x, y) in pairs for line in diff(x, y, f"{where}[{i}]")]
     return [] if a == b else [f"{where}: {a!r} -> {b!r}"]
 
 
