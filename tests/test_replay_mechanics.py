@@ -81,7 +81,7 @@ def test_after_a_refused_request_the_next_is_checked_from_the_start() -> None:
     good = conversation(3)
     v.validate(good)
     with pytest.raises(InvalidConversation):
-        v.validate(good + [Message("assistant", (TextBlock("no user turn after me"),))])
+        v.validate([*good, Message("assistant", (TextBlock("no user turn after me"),))])
     # the same prefix again, with a defect in it that a resumed check would skip
     broken = list(good)
     broken[2] = Message("user", (ToolResultBlock("t9", "?", "bash"),))
@@ -103,9 +103,9 @@ def test_a_changed_piece_is_hashed_again_not_taken_from_the_last_request() -> No
 
 
 def test_micro_views_are_the_same_objects_while_nothing_new_is_cleared() -> None:
-    micro = MicroCompactor(CompactionConfig.model_validate(
-        {"keep_recent": 1, "micro_policy": "eager", "threshold": 1}
-    ))
+    micro = MicroCompactor(
+        CompactionConfig.model_validate({"keep_recent": 1, "micro_policy": "eager", "threshold": 1})
+    )
     convo = conversation(4)
     first = micro.view(convo).view
     again = micro.view(convo).view
