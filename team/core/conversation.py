@@ -193,7 +193,8 @@ class ToolResultBlock:
         return d
 
     def chars(self) -> int:
-        return len(self.content) + sum(i.chars() for i in self.images)
+        n = len(self.content)
+        return n + sum(i.chars() for i in self.images) if self.images else n
 
 
 Block = TextBlock | ToolUseBlock | ToolResultBlock
