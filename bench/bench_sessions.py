@@ -1,6 +1,6 @@
 """Real sessions as they come (issue 26): how long a replay takes, and what reading costs.
 
-Run: .venv/bin/python bench/bench_sessions.py [--calls 1100] [LOG ...]
+Run: .venv/bin/python bench/bench_sessions.py [--calls 1200] [LOG ...]
 
 For each LOG (default: the committed fixtures' largest, tests/fixtures/sessions/) and a
 synthetic Claude Code 2.1.x session of 2,000+ lines and 100M+ recorded input tokens
@@ -87,7 +87,7 @@ def run(log: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=1100)
+    ap.add_argument("--calls", type=int, default=1200)
     ap.add_argument("logs", nargs="*", type=Path)
     args = ap.parse_args()
     logs = args.logs or [

@@ -27,7 +27,7 @@ from team.core.conversation import (
     Message,
     TextBlock,
     ToolUseBlock,
-    validate,
+    Validator,
 )
 from team.core.errors import is_disk_error, os_error_line
 from team.core.events import AgentEvent, EventSink, ModelCallEvent
@@ -87,6 +87,7 @@ class Agent:
         self.sink = sink
         self.status = AgentState()
         self.backoff = Backoff()
+        self._validator = Validator()  # each request checked from where the last ended
         self._cut = False  # the last reply was cut off at max_tokens
         self._board_checked = 0.0
         self.last_error: str | None = None
@@ -291,7 +292,7 @@ class Agent:
         # one block can be larger than the whole context: the model sees its head and
         # tail; the log and the transcript keep all of it
         view = clip_messages(sent.view)
-        validate(view)  # a request the API would reject is our bug, never the user's
+        self._validator.validate(view)  # a request the API would reject is our bug
         request = ModelRequest(
             system=self.seat.prefix.system,
             messages=view,

@@ -47,7 +47,8 @@ def clip_messages(messages: list[Message], limit: int = BLOCK_CHARS) -> list[Mes
     """The messages with every oversized block clipped (the same objects when none is)."""
     out = []
     for m in messages:
-        if any(_size(b) > limit for b in m.content):
+        # no block is larger than its message (`chars` counts each block's text and more)
+        if m.chars() > limit and any(_size(b) > limit for b in m.content):
             m = Message(m.role, tuple(clip_block(b, limit) for b in m.content))
         out.append(m)
     return out

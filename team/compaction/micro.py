@@ -92,6 +92,8 @@ class MicroCompactor:
     def __init__(self, config: CompactionConfig) -> None:
         self.config = config
         self._cleared: set[str] = set()
+        # id(stored message) -> (it, the ids it has cleared, its view): see `_placeheld`
+        self._views: dict[int, tuple[Message, tuple[str, ...], Message]] = {}
         self._wasted = 0.0  # base-price tokens read for clearable results since a clear
         self._cleared_tokens = 0  # tokens of the results the view replaces
         # base-price tokens this agent's clears have saved so far over never clearing,
@@ -101,6 +103,7 @@ class MicroCompactor:
     def reset(self) -> None:
         """A new segment starts: nothing in it has been replaced yet."""
         self._cleared = set()
+        self._views = {}
         self._wasted = 0.0
         self._cleared_tokens = 0
 
@@ -250,17 +253,33 @@ class MicroCompactor:
         cleared = self._cleared
         out: list[Message] = []
         for m in messages:
-            if m.role == "user" and any(
-                isinstance(b, ToolResultBlock) and b.tool_use_id in cleared for b in m.content
-            ):
-                m = Message(
-                    "user",
-                    tuple(
-                        ToolResultBlock(b.tool_use_id, placeholder(b.name), b.name, b.is_error)
-                        if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
-                        else b
-                        for b in m.content
-                    ),
+            if m.role == "user":
+                ids = tuple(
+                    b.tool_use_id
+                    for b in m.content
+                    if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
                 )
+                if ids:
+                    m = self._placeheld(m, ids)
             out.append(m)
         return out
+
+    def _placeheld(self, m: Message, ids: tuple[str, ...]) -> Message:
+        """`m` with the results `ids` as placeholders: the same object on every call
+        while they are the ones cleared, so what reads the view once per message (the
+        prompt cache's digests, the replay's counts) need not read it again."""
+        hit = self._views.get(id(m))
+        if hit is not None and hit[0] is m and hit[1] == ids:
+            return hit[2]
+        gone = set(ids)
+        view = Message(
+            "user",
+            tuple(
+                ToolResultBlock(b.tool_use_id, placeholder(b.name), b.name, b.is_error)
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in gone
+                else b
+                for b in m.content
+            ),
+        )
+        self._views[id(m)] = (m, ids, view)
+        return view

@@ -200,7 +200,8 @@ class ToolResultBlock:
         return d
 
     def chars(self) -> int:
-        return len(self.content) + sum(i.chars() for i in self.images)
+        n = len(self.content)
+        return n + sum(i.chars() for i in self.images) if self.images else n
 
 
 Block = TextBlock | ToolUseBlock | ToolResultBlock
@@ -210,6 +211,9 @@ Block = TextBlock | ToolUseBlock | ToolResultBlock
 class Message:
     role: Role
     content: tuple[Block, ...]
+    # chars(), counted once: the compactor and the loop count the whole history before
+    # every call, and a message never changes (its blocks are frozen too)
+    _chars: int = field(default=-1, init=False, repr=False, compare=False)
 
     @classmethod
     def user(cls, *blocks: Block | str) -> Message:
@@ -227,7 +231,11 @@ class Message:
         return cls(d["role"], tuple(block_from_dict(b) for b in d["content"]))
 
     def chars(self) -> int:
-        return sum(b.chars() for b in self.content)
+        n = self._chars
+        if n < 0:
+            n = sum(b.chars() for b in self.content)
+            object.__setattr__(self, "_chars", n)
+        return n
 
     def tool_uses(self) -> list[ToolUseBlock]:
         return [b for b in self.content if isinstance(b, ToolUseBlock)]
@@ -276,6 +284,12 @@ class InvalidConversation(ValueError):
 
 def problems(messages: list[Message]) -> list[str]:
     """Every reason the Messages API would reject this message list, in order."""
+    return _problems(messages, 0, set())
+
+
+def _problems(messages: list[Message], start: int, seen_ids: set[str]) -> list[str]:
+    """`problems`, with the messages before `start` known to have none of their own
+    (a valid conversation, whose tool_use ids are `seen_ids`), so they are not read."""
     errs: list[str] = []
     if not messages:
         return ["messages: at least one message is required"]
@@ -283,9 +297,9 @@ def problems(messages: list[Message]) -> list[str]:
         errs.append("messages.0: the first message must use the user role")
     if messages[-1].role != "user":
         errs.append(f"messages.{len(messages) - 1}: the last message must use the user role")
-    seen_ids: set[str] = set()
     prev_uses: dict[str, ToolUseBlock] = {}
-    for i, m in enumerate(messages):
+    for i in range(start, len(messages)):
+        m = messages[i]
         if m.role not in ("user", "assistant"):
             errs.append(f"messages.{i}: unknown role {m.role!r}")
         if not m.content:
@@ -339,6 +353,30 @@ def validate(messages: list[Message]) -> None:
     errs = problems(messages)
     if errs:
         raise InvalidConversation("; ".join(errs))
+
+
+class Validator:
+    """`validate` for one conversation sent again and again as it grows.
+
+    A request that begins with the whole of the last valid one (equal messages, in
+    practice the same objects) is checked from where that one ended: a valid
+    conversation ends with a user message, which has no tool calls to answer, so
+    nothing before it can make a later message wrong. Anything else is checked whole,
+    and so is any request found wrong, so the error is always `validate`'s.
+    """
+
+    def __init__(self) -> None:
+        self._last: list[Message] = []
+        self._ids: set[str] = set()
+
+    def validate(self, messages: list[Message]) -> None:
+        k = len(self._last)
+        grown = 0 < k <= len(messages) and messages[:k] == self._last
+        ids = self._ids if grown else set()
+        self._last, self._ids = [], set()  # until this one is known to be valid
+        if _problems(messages, k if grown else 0, ids):
+            validate(messages)  # raises, with every reason from the first message on
+        self._last, self._ids = list(messages), ids
 
 
 def append_user(messages: list[Message], *blocks: Block) -> None:

@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from team.llm.prices import SIM_MODEL, TTL_SECONDS, billed_input, min_cache_tokens
 
@@ -93,6 +94,10 @@ class PromptCache:
         # from the front and stops at the first live entry, so a call pays for what
         # expired, not for every entry alive (a zero-latency run holds 5 minutes of them)
         self._entries: dict[float, OrderedDict[bytes, float]] = {}
+        # the last request's piece texts and running digests: the next request of a
+        # conversation repeats all but its tail, which is all that is hashed again
+        self._texts: list[str] = []
+        self._digests: list[bytes] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -131,7 +136,8 @@ class PromptCache:
         if marks and (marks[0] < 0 or marks[-1] >= len(parts)):
             raise ValueError(f"cache breakpoint out of range: {marks} for {len(parts)} pieces")
 
-        digests, ends = _prefixes(parts)
+        with self._lock:
+            digests, ends = self._prefixes(parts)
         total = ends[-1] if ends else 0
         if not marks:
             return CacheCharge(input_tokens=total)
@@ -189,20 +195,23 @@ class PromptCache:
                 del bucket[digest]
                 self._count -= 1
 
+    def _prefixes(self, parts: list[Piece]) -> tuple[list[bytes], list[int]]:
+        """A running digest and running token total for every prefix, one per piece.
 
-def _prefixes(parts: list[Piece]) -> tuple[list[bytes], list[int]]:
-    """A running digest and running token total for every prefix, one per piece.
-
-    Chaining digests makes each one name the exact prefix, so a change anywhere earlier
-    changes every digest after it, as a byte-exact prefix match would.
-    """
-    digests: list[bytes] = []
-    ends: list[int] = []
-    h = b""
-    total = 0
-    for p in parts:
-        h = hashlib.blake2b(h + p.text.encode("utf-8"), digest_size=16).digest()
-        total += p.tokens
-        digests.append(h)
-        ends.append(total)
-    return digests, ends
+        Chaining digests makes each one name the exact prefix, so a change anywhere
+        earlier changes every digest after it, as a byte-exact prefix match would. The
+        pieces the last request began with are not hashed again (the texts are compared,
+        which is the same string object for an unchanged message, or a memcmp).
+        """
+        texts = [p.text for p in parts]
+        known = self._texts
+        n, same = min(len(texts), len(known)), 0
+        while same < n and texts[same] == known[same]:
+            same += 1
+        digests = self._digests[:same]
+        h = digests[-1] if digests else b""
+        for text in texts[same:]:
+            h = hashlib.blake2b(h + text.encode("utf-8"), digest_size=16).digest()
+            digests.append(h)
+        self._texts, self._digests = texts, digests
+        return digests, list(accumulate(p.tokens for p in parts))

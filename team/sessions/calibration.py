@@ -284,7 +284,7 @@ class CalibratedReplay:
         # id(message) -> (message, identity text, chars): every call re-sends the whole
         # history, and serialising it each time made a long replay quadratic. The
         # message is kept in the entry so its id cannot be reused by another object.
-        self._seen: dict[int, tuple[Message, list[tuple[str, int]]]] = {}
+        self._seen: dict[int, tuple[Message, float, list[Piece]]] = {}
 
     def left(self, agent: str) -> int:
         """Recorded replies not yet given."""
@@ -361,27 +361,27 @@ class CalibratedReplay:
             queue = self._summaries.get(agent)
             return queue.popleft() if queue else None
 
-    def _identity(self, m: Message) -> list[tuple[str, int]]:
-        """Each block's text for the cache's prefix digest (never billed) and its chars.
+    def _pieces(self, m: Message, cpt: float) -> list[Piece]:
+        """Each block as one cache piece: its text for the prefix digest (never billed)
+        and its tokens at `cpt` characters a token.
 
         One piece per block, as the API's cache counts blocks (its lookback, and a
         breakpoint inside a message)."""
-        with self._lock:
-            hit = self._seen.get(id(m))
-            if hit is not None and hit[0] is m:
-                return hit[1]
-        blocks = [
-            (
+        # no lock: one dict read or write is atomic, and a race only computes twice
+        hit = self._seen.get(id(m))
+        if hit is not None and hit[0] is m and hit[1] == cpt:
+            return hit[2]
+        pieces = [
+            Piece(
                 json.dumps(
                     {"role": m.role, **b.to_dict()} if k == 0 else b.to_dict(), sort_keys=True
                 ),
-                api_chars(b),
+                round(api_chars(b) / cpt),
             )
             for k, b in enumerate(m.content)
         ]
-        with self._lock:
-            self._seen[id(m)] = (m, blocks)
-        return blocks
+        self._seen[id(m)] = (m, cpt, pieces)
+        return pieces
 
     def _usage(
         self,
@@ -403,7 +403,7 @@ class CalibratedReplay:
         starts = []
         for m in request.messages:
             starts.append(len(pieces))
-            pieces.extend(Piece(text, round(chars / cpt)) for text, chars in self._identity(m))
+            pieces += self._pieces(m, cpt)
         with self._lock:
             try:
                 marks = [0] if request.cache_system else []
