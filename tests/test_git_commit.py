@@ -122,6 +122,10 @@ def test_hostile_paths_and_messages_are_refused(tmp_path: Path) -> None:
     (outside / "secret.txt").write_text("host file\n")
     (ws.root / "out").symlink_to(outside)
     (ws.root / "x.txt").write_text("x\n")
+    nested = ws.root / "lib" / "vendored"  # a repository of the agent's own, with its config
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "f.txt").write_text("f\n")
     sink = MemorySink()
     box = box_for(ws, sink)
     head = git(ws.root, "rev-parse", "HEAD")
@@ -136,6 +140,9 @@ def test_hostile_paths_and_messages_are_refused(tmp_path: Path) -> None:
         ([".git/hooks/pre-commit"], ".git is off limits"),
         ([".team/inbox"], ".team is off limits"),
         ([":(top)x.txt"], "did not match"),  # no pathspec magic
+        (["lib"], "holds an embedded git repository"),
+        (["lib/vendored"], "is an embedded git repository"),
+        (["lib/vendored/f.txt"], "is an embedded git repository"),
         (["x.txt\n--amend"], "bad path"),
         ("x.txt", "must be a list"),
     ):

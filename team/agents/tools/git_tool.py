@@ -36,6 +36,9 @@ SAFE_CONFIG = (
     "commit.gpgSign=false",
     "core.editor=false",
     "credential.helper=",
+    "diff.ignoreSubmodules=all",  # never look inside a gitlink (its own config, filters)
+    "submodule.recurse=false",
+    "status.submoduleSummary=false",
 )
 
 
@@ -97,7 +100,19 @@ def _check_path(root: Path, raw: str) -> str:
             break  # a deleted file can be committed; nothing below it exists either
         if stat.S_ISLNK(mode):
             raise GitRefused(f"{raw!r}: {here.relative_to(root)} is a symlink")
+        if stat.S_ISDIR(mode) and os.path.lexists(here / ".git"):
+            raise GitRefused(f"{raw!r}: {here.relative_to(root)} is an embedded git repository")
+    else:
+        if here.is_dir() and _has_dotgit(here):
+            raise GitRefused(f"{raw!r}: holds an embedded git repository")
     return "/".join(parts)
+
+
+def _has_dotgit(folder: Path) -> bool:
+    """An embedded repository anywhere below: git would add it as a gitlink and, later,
+    run git inside it, under that repository's own configuration."""
+    walk = os.walk(folder)  # symlinks are not followed
+    return any(".git" in dirs or ".git" in files for _here, dirs, files in walk)
 
 
 def git_env(agent: str) -> dict[str, str]:
