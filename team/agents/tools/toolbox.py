@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from team.agents.session.results import ResultNotFound, Results
-from team.agents.tools import fs_tools
+from team.agents.tools import fs_tools, git_tool
 from team.agents.tools.input import ToolInputError, ToolResult, spec, text
 from team.agents.tools.input import need_str as _need_str
 from team.agents.tools.input import opt_int as _opt_int
@@ -46,7 +46,35 @@ def tool_specs(agent: AgentConfig | None = None, team: TeamConfig | None = None)
     """The tools `agent` sees: the reference design's twelve, with their names and input
     schemas, plus the board tools (create_task, update_task; submit_plan under plan
     approval, review_plan for the lead)."""
-    return [*_base_specs(), *task_specs(agent, team)]
+    git = [GIT_COMMIT_SPEC] if offers_git_commit(agent, team) else []
+    return [*_base_specs(), *git, *task_specs(agent, team)]
+
+
+def offers_git_commit(agent: AgentConfig | None, team: TeamConfig | None) -> bool:
+    """`git_commit` is offered in the shared workspace with the sandbox not turned off
+    for the agent: there its `.git` is read-only to the agent's own commands. A worktree
+    agent commits with its own git; an unsandboxed one can too."""
+    if agent is None or team is None or team.team.isolation != "shared":
+        return False
+    return (agent.sandbox or team.team.sandbox) != "off"
+
+
+GIT_COMMIT_SPEC = spec(
+    "git_commit",
+    "Commit in the workspace's git repository (its .git is read-only to your own "
+    "commands, so commit here). With paths: those files and folders are staged (new, "
+    "changed or deleted) and committed; without: every tracked file that changed. You "
+    "are the author. Hooks do not run.",
+    {
+        "message": text("The commit message."),
+        "paths": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Files or folders to commit, relative to the workspace root.",
+        },
+    },
+    ["message"],
+)
 
 
 def _base_specs() -> list[ToolSpec]:
@@ -204,6 +232,8 @@ class Toolbox:
             "broadcast": self._broadcast,
             **self.tasks.handlers,
         }
+        if offers_git_commit(self._agent_config(), config):
+            self._handlers["git_commit"] = self._git_commit
 
     def run(self, name: str, input: dict[str, Any]) -> ToolResult:
         """Run one tool call. Never raises: failures are `is_error` results."""
@@ -259,6 +289,26 @@ class Toolbox:
         self._audit("bash", command, outcome, start, res.total, exit_code=res.exit_code)
         killed = res.timed_out or res.stopped or res.output_limit is not None
         return ToolResult(res.render(self.bash_timeout), is_error=killed)
+
+    def _git_commit(self, input: dict[str, Any]) -> ToolResult:
+        """git on the host for the agent, audited like a bash command (git_tool)."""
+        message = git_tool.check_message(input.get("message"))
+        target = message.splitlines()[0][:200] if message.strip() else ""
+        start = time.monotonic()
+        try:
+            self._plan_gate()
+            paths = git_tool.check_paths(self.root, input.get("paths"))
+            git_tool.repo_of(self.root)
+        except git_tool.GitRefused as e:
+            self._audit("git_commit", target, "refused", start, 0, detail=str(e))
+            raise
+        target = " ".join([target, "--", *paths]) if paths else target
+        self._audit("git_commit", target, "started", start, 0)
+        res = git_tool.commit(self.root, self.agent, message, paths, timeout=self.bash_timeout)
+        outcome = "ok" if res.ok else "failed"
+        self._audit("git_commit", target, outcome, start, len(res.output), exit_code=res.exit_code)
+        text = res.output[: self.output_cap] or "(no output)"
+        return ToolResult(text if res.ok else f"git exited {res.exit_code}: {text}", not res.ok)
 
     def _read_file(self, input: dict[str, Any]) -> str:
         limit = _opt_int(input, "limit")
