@@ -240,8 +240,11 @@ class Compactor:
         when the savings this agent has made already (`MicroCompactor.banked`) cover
         that loss or the cache has expired, and otherwise once the reads paid past the
         bar for what it would remove have come to the loss (rent or buy), or the
-        context is a quarter of the threshold past the bar, whichever is first.
+        context is a quarter of the threshold past the bar, whichever is first. Under
+        `micro_policy = "eager"` (the reference design) it compacts at the bar.
         """
+        if self.config.micro_policy == "eager":
+            return True  # the reference design: at the bar
         bar = self.bar(history)
         fixed = self.meter.fixed
         fresh = max(0, bar.base - fixed)
