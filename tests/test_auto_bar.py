@@ -189,3 +189,36 @@ def test_on_an_expired_cache_auto_compacts_three_quarters_of_the_way_to_the_thre
     assert c.should_auto(h)  # expired
     raised = Bar(50_000, 45_000)
     assert raised.raised and raised.cold_at == raised.at  # a raised bar keeps its growth
+
+
+def test_past_the_bar_on_a_warm_cache_auto_rents_until_the_reads_pay_for_a_summary(tmp_path):
+    # a run may end right after a compaction: with nothing saved yet, auto waits until
+    # what it would have saved (0.1x the context above what it leaves, per call) has
+    # come to what it costs; never past a quarter of the threshold over the bar
+    c, _ = compactor(tmp_path, threshold=50_000, prefix_tokens=20_000, clock=lambda: 0.0)
+    h = History([Message.user("start")])
+
+    def call(i: int, chars: int) -> bool:
+        turn, result = tool_turn(i, chars)
+        usage = Usage(input_tokens=c.estimate(h))
+        c.observe(ModelRequest(system="", messages=list(h.messages)), usage)
+        h.apply(AssistantTurn(turn, usage))
+        h.apply(result)
+        return c.should_auto(h)
+
+    assert not call(0, 4 * 29_000)  # ~49k: under the bar
+    assert c.micro.banked == 0 and not c.planner.cold()
+    assert not call(1, 4 * 2_000)  # past it: one call of rent does not pay yet
+    assert c.should_auto(h) is False  # asked twice for one call: counted once
+    # the loss: a ~5k fresh context at 1.25x, 0.1x the 20k prefix, the 1.5k request,
+    # ~9.9k; the rent: 0.1x the ~26k above the ~25k a compaction leaves, per call
+    due = next(i for i in range(2, 12) if call(i, 4 * 100))
+    assert due == 4  # the fourth call past the bar: 4 x 2.6k of rent
+    h2 = History([Message.user("start")])
+    c2, _ = compactor(tmp_path, threshold=50_000, prefix_tokens=20_000, clock=lambda: 0.0)
+    turn, result = tool_turn(0, 4 * 45_000)  # a quarter of the threshold past the bar
+    usage = Usage(input_tokens=c2.estimate(h2))
+    c2.observe(ModelRequest(system="", messages=list(h2.messages)), usage)
+    h2.apply(AssistantTurn(turn, usage))
+    h2.apply(result)
+    assert c2.should_auto(h2)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from team.compaction.auto import MIN_FREED, Bar, expected_base, threshold_for
+from team.compaction.auto import MIN_FREED, Bar, expected_base, min_growth, threshold_for
 from team.compaction.cache_plan import BreakpointPlanner
 from team.compaction.fresh import new_context
 from team.compaction.history import History
@@ -32,6 +32,9 @@ from team.workspace.config import CompactionConfig
 log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
+SUMMARY_ASK = 1_500
+"""Tokens of a summary request past the cached view (the instruction, the facts), as
+the calibrated replays bill it."""
 
 
 @dataclass
@@ -114,6 +117,10 @@ class Compactor:
         # what not compacting would read on every call (see `MicroCompactor.banked`)
         self._auto_removed = 0
         self._summary_cost = 0.0  # billed input of the summary calls of this compaction
+        # reads of what a compaction would remove, paid past the bar in this segment, and
+        # the call they were last counted for (`should_auto` may be asked more than once)
+        self._rent = 0.0
+        self._rent_call = -1
         self.summary_tokens = summary.max_tokens
         self.summariser = Summariser(
             model,
@@ -191,6 +198,8 @@ class Compactor:
         self._segment_calls = 0
         self._growth = 0.0
         self._last_context = None
+        self._rent = 0.0
+        self._rent_call = -1
 
     # -- layers 2 and 3 ------------------------------------------------------------------
 
@@ -210,13 +219,44 @@ class Compactor:
         return self.bar(history).at
 
     def should_auto(self, history: History) -> bool:
-        return (
+        if not (
             self.config.auto
             and not self.gate.paused
             # a segment of one or two messages is already as small as compaction makes it
             and len(history.messages) > 2
-            and self.estimate(history) > self.due_at(history)
-        )
+        ):
+            return False
+        context = self.estimate(history)
+        due = self.due_at(history)
+        if context <= due:
+            return False
+        return self._pays(history, context, due)
+
+    def _pays(self, history: History, context: int, due: int) -> bool:
+        """Past the bar: compact now, or rent the context a few calls more.
+
+        A compaction bills a summary and a fresh context; should the run end right
+        after it, that is lost. So, as micro buys its clears, auto compacts at once
+        when the savings this agent has made already (`MicroCompactor.banked`) cover
+        that loss or the cache has expired, and otherwise once the reads paid past the
+        bar for what it would remove have come to the loss (rent or buy), or the
+        context is a quarter of the threshold past the bar, whichever is first. Under
+        `micro_policy = "eager"` (the reference design) it compacts at the bar.
+        """
+        if self.config.micro_policy == "eager":
+            return True  # the reference design: at the bar
+        bar = self.bar(history)
+        fixed = self.meter.fixed
+        fresh = max(0, bar.base - fixed)
+        loss = write_multiplier(self.config.cache_ttl) * fresh + READ * fixed + SUMMARY_ASK
+        if self.planner.cold() or self.micro.banked >= loss:
+            return True  # cold: the next call writes it all again anyway (`Bar.cold_at`)
+        if context >= due + min_growth(self.threshold):
+            return True
+        if self._rent_call != self._segment_calls:
+            self._rent_call = self._segment_calls
+            self._rent += READ * max(0, context - bar.base)
+        return self._rent >= loss
 
     def due_at(self, history: History) -> int:
         """The context above which auto compacts before the next call: the bar, or
