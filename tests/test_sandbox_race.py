@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from team.agents.tools.shell import run_command
 from team.agents.tools.toolbox import Toolbox
 
 TRIES = int(os.environ.get("RACE_TRIES", "10000"))  # smaller only to debug the test
+MIN_SWAPS = 100  # the racer's own count: tries go on until it raced at least this often
+RACE_S = 600.0  # at most this long past TRIES, on a machine too busy to run the racer
 
 # The second agent: a python loop inside its own sandbox, renaming `d` away and putting
 # a symlink in its place, then back, as fast as it can (no process per swap).
@@ -82,6 +85,21 @@ class Racer:
             self.thread.join(0.05)
         raise AssertionError(f"the racer did not start: {self.result}")
 
+    def swaps(self) -> int:
+        try:
+            return int((self.box.root / "racer.count").read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def tries(self) -> Iterator[int]:
+        """TRIES tries, and more while the racer has not yet swapped MIN_SWAPS times (a
+        loaded machine may give it little time): the test races whatever the load."""
+        deadline = time.monotonic() + RACE_S
+        i = 0
+        while i < TRIES or (self.swaps() < MIN_SWAPS and time.monotonic() < deadline):
+            yield i
+            i += 1
+
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(30)
@@ -120,8 +138,8 @@ def test_writes_through_a_swapped_folder_never_land_outside(two) -> None:
     alice, bob, outside = two
     inbox = alice.ws.inbox_dir("alice") / "new"
     landed = refused = 0
-    with Racer(bob, [str(outside), str(inbox), "../outside", ".team/inbox/alice/new"]):
-        for i in range(TRIES):
+    with Racer(bob, [str(outside), str(inbox), "../outside", ".team/inbox/alice/new"]) as racer:
+        for i in racer.tries():
             r = alice.run("write_file", {"path": "d/x.json", "content": f"{i}"})
             if r.is_error:
                 refused += 1
@@ -129,10 +147,10 @@ def test_writes_through_a_swapped_folder_never_land_outside(two) -> None:
                 landed += 1
     assert list(outside.iterdir()) == [], "a write landed outside the workspace"
     assert list(inbox.iterdir()) == [], "a write forged mail in alice's inbox"
-    assert landed + refused == TRIES
+    assert landed + refused >= TRIES
     assert landed > 0  # the tool still works while the folder is raced
     # and the racer did race it (how often a try meets the symlink is up to the scheduler)
-    assert int((bob.root / "racer.count").read_text() or 0) >= 100
+    assert racer.swaps() >= MIN_SWAPS
     real = alice.root / "d" / "x.json"
     assert real.exists() or (alice.root / "d.real" / "x.json").exists()
 
@@ -141,10 +159,11 @@ def test_reads_through_a_swapped_folder_never_return_a_secret(two, home: Path) -
     alice, bob, _ = two
     (alice.root / "d" / "id_rsa").write_text("harmless\n")
     leaks = got = 0
-    with Racer(bob, [str(home / ".ssh"), "../home/.ssh"]):
-        for _ in range(TRIES):
+    with Racer(bob, [str(home / ".ssh"), "../home/.ssh"]) as racer:
+        for _ in racer.tries():
             r = alice.run("read_file", {"path": "d/id_rsa"})
             leaks += SECRET in r.content
             got += "harmless" in r.content
     assert leaks == 0
     assert got > 0
+    assert racer.swaps() >= MIN_SWAPS
