@@ -153,3 +153,40 @@ def test_list_tasks_stays_the_same_size_however_many_tasks_are_done(tmp_path):
     assert sorted(i for i in more_ids if i not in open_ones) == list(range(11, 61))
     cli = json.loads(run_team("tasks", "--json", "--dir", str(ws.root)).stdout)
     assert len(cli) == 63  # the person still sees the whole board
+
+
+def test_status_task_follows_claims_and_completions_within_a_turn(tmp_path):
+    # one turn, three tasks: the status (and `team status`, the web page) names the one
+    # being worked on now, not the one the turn started with
+    from team.tasks import TaskBoard
+
+    ws = workspace(tmp_path)
+    board = TaskBoard(ws.tasks_dir)
+    for subject in ("first", "second"):
+        board.create(subject)
+    seen: list[int | None] = []
+    agent = None
+
+    def step(uses):
+        def answer(request):
+            seen.append(agent.status.task)
+            return reply(*uses)
+
+        return answer
+
+    use = lambda i, name, **kw: ToolUseBlock(f"toolu_{i}", name, kw)  # noqa: E731
+    model = ScriptedModel(
+        [
+            step([use(1, "claim_task", task_id=1)]),
+            step([use(2, "complete_task", task_id=1, result="done")]),
+            step([use(3, "claim_task", task_id=2)]),
+            step(["working on #2"]),
+        ]
+    )
+    deliver(ws, "alice", "please take the tasks")
+    rt = Runtime(ws, ws.load_config(), model, MemorySink(), poll_s=0.05)
+    agent = rt.build_agent("alice")
+    agent.status.task = None
+    agent.take_inbox()
+    agent.turn()
+    assert seen == [None, 1, None, 2]

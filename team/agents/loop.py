@@ -26,6 +26,7 @@ from team.core.conversation import (
     InboxMail,
     Message,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
     Validator,
 )
@@ -371,9 +372,19 @@ class Agent:
         )
         self._add_user(out.results, out.inbox_ids)
         self._new_mail += out.mail
+        self._follow_task(out.results)
         if out.compact:
             self.compact("manual", "tool", out.focus)
         return out.idled
+
+    def _follow_task(self, results: list[Block]) -> None:
+        """The status's task follows what the board tools did: a claim, a completion."""
+        notes = (n for r in results if isinstance(r, ToolResultBlock) for n in r.tasks)
+        for note in notes:
+            if note.event == "claimed":
+                self.status.task = note.id
+            elif note.event == "completed" and self.status.task == note.id:
+                self.status.task = None
 
     def compact(self, layer: str, trigger: str, focus: str | None = None) -> None:
         facts = self.facts()
