@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from team.compaction.micro import MicroCompactor
+from team.compaction.micro import CallCost, MicroCompactor
 from team.core import facts
 from team.core.conversation import (
     InvalidConversation,
@@ -22,6 +22,7 @@ from team.core.conversation import (
     problems,
     validate,
 )
+from team.llm.base import chars_to_tokens
 from team.llm.sim_cache import CacheCharge, Piece, PromptCache
 from team.workspace.config import CompactionConfig
 
@@ -119,6 +120,121 @@ def test_micro_views_are_the_same_objects_while_nothing_new_is_cleared() -> None
     assert grown[2] is first[2] and grown[6] is first[6]
     micro.reset()  # a new segment forgets its views
     assert micro.view(convo).view[2] is not first[2]
+
+
+def walk_candidates(messages: list[Message], cfg: CompactionConfig) -> list[ToolResultBlock]:
+    """The rule read off the whole segment: results the model has answered after, not
+    among the `keep_recent` newest, not of a preserved tool, not small."""
+    answered = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    results = [
+        (i, b)
+        for i, m in enumerate(messages)
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    ]
+    if cfg.keep_recent:
+        results = results[: -cfg.keep_recent]
+    return [
+        b
+        for i, b in results
+        if i < answered and b.name not in cfg.preserve_tools and b.chars() > cfg.min_chars
+    ]
+
+
+def walk_next_clear(messages: list[Message], cfg: CompactionConfig, cleared: frozenset[str]):
+    for i, m in enumerate(messages):
+        for j, b in enumerate(m.content):
+            if (
+                m.role == "user"
+                and isinstance(b, ToolResultBlock)
+                and b.tool_use_id not in cleared
+                and b.name not in cfg.preserve_tools
+                and b.chars() > cfg.min_chars
+            ):
+                return i, j
+    return None
+
+
+def walk_view(messages: list[Message], cleared: frozenset[str]) -> list[Message]:
+    return [
+        Message(
+            m.role,
+            tuple(
+                ToolResultBlock(b.tool_use_id, f"[Previous: used {b.name}]", b.name, b.is_error)
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
+                else b
+                for b in m.content
+            ),
+        )
+        for m in messages
+    ]
+
+
+def mixed_turn(k: int) -> list[Message]:
+    """A turn of three results: one micro may clear, one preserved, one too small."""
+    uses = [ToolUseBlock(f"{x}{k}", tool, {}) for x, tool in (("b", "bash"), ("r", "read_file"))]
+    uses.append(ToolUseBlock(f"s{k}", "grep", {}))
+    return [
+        Message("assistant", (TextBlock(f"step {k}"), *uses)),
+        Message(
+            "user",
+            (
+                ToolResultBlock(f"b{k}", "b" * (200 + k), "bash"),
+                ToolResultBlock(f"r{k}", "r" * 400, "read_file"),
+                ToolResultBlock(f"s{k}", "tiny", "grep"),
+            ),
+        ),
+    ]
+
+
+def test_micro_read_incrementally_decides_as_the_walk_of_the_whole_segment() -> None:
+    cfg = CompactionConfig.model_validate({"micro_policy": "eager", "threshold": 1})
+    assert cfg.keep_recent == 3 and cfg.preserve_tools == ["read_file"]
+    micro = MicroCompactor(cfg)
+
+    def step(convo: list[Message]) -> None:
+        before = micro.cleared
+        want_new = [b for b in walk_candidates(convo, cfg) if b.tool_use_id not in before]
+        call = CallCost(context_tokens=10_000, sent_messages=max(0, len(convo) - 2))
+        out = micro.view(convo, call)
+        assert micro.candidates(convo) == walk_candidates(convo, cfg)
+        assert micro.cleared - before == {b.tool_use_id for b in want_new}
+        assert out.newly_cleared == len(want_new)
+        assert out.view == walk_view(convo, micro.cleared)
+        assert micro.current(convo) == out.view
+        assert micro.next_clear(convo) == walk_next_clear(convo, cfg, micro.cleared)
+        if want_new:  # what the clear makes the provider write again, summed plainly
+            i, j = out.oldest_cleared
+            end = min(call.sent_messages, len(convo))
+            chars = sum(b.chars() for b in convo[i].content[j:]) if i < end else 0
+            chars += sum(m.chars() for m in convo[i + 1 : end])
+            cleared_tokens = sum(chars_to_tokens(b.chars()) for b in want_new)
+            assert out.rewrite_tokens == max(0, chars_to_tokens(chars) - cleared_tokens)
+
+    convo = [Message.user("start")]
+    for k in range(8):
+        convo = convo + mixed_turn(k)
+        step(convo)
+        step(convo)  # asked twice with nothing new: nothing more is cleared
+    assert micro.cleared == {f"b{k}" for k in range(7)}  # the newest three results kept
+    # an earlier message changes (the list edited in place): a preserved result becomes
+    # a bash one micro may clear, a cleared one is replaced by a result not yet seen
+    convo[4] = Message("user", (ToolResultBlock("r1", "x" * 500, "bash"),))
+    convo[2] = Message("user", (ToolResultBlock("n0", "y" * 500, "bash"),))
+    step(convo)
+    assert {"r1", "n0"} <= micro.cleared
+    # the same length again, one message swapped for an equal-looking but new one
+    convo = [*convo[:6], Message("user", (ToolResultBlock("z2", "z" * 300, "bash"),)), *convo[7:]]
+    step(convo)
+    # a compaction: a new segment that starts from a summary and the newest turns
+    micro.reset()
+    convo = [Message.user("summary"), *convo[-4:]]
+    step(convo)
+    for k in range(8, 12):
+        convo = convo + mixed_turn(k)
+        step(convo)
+    assert "b10" in micro.cleared and "b11" not in micro.cleared and "r10" not in micro.cleared
 
 
 @pytest.mark.parametrize(

@@ -167,7 +167,7 @@ class Compactor:
             out.view, self.micro.next_clear(history.messages), out.oldest_cleared
         )
         if out.newly_cleared:  # only then count tokens: this runs before every call
-            after = self.meter.tokens(sum(m.chars() for m in out.view))
+            after = self.meter.tokens(sum(map(Message.chars, out.view)))
             self._last_context = max(0, context - out.tokens_cleared)
             self.sink.emit(
                 CompactionEvent(
@@ -187,7 +187,7 @@ class Compactor:
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
         """An agent call was answered: calibrate the token ratio, remember what is cached."""
-        self.meter.observe(sum(m.chars() for m in request.messages), usage.input_total)
+        self.meter.observe(sum(map(Message.chars, request.messages)), usage.input_total)
         self.planner.sent_request(request.messages)
         self._segment_calls += 1
 

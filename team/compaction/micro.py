@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate, islice
 
 from team.core.conversation import Message, ToolResultBlock
 from team.llm.base import chars_to_tokens
@@ -96,6 +97,7 @@ class MicroCompactor:
         self._views: dict[int, tuple[Message, tuple[str, ...], Message]] = {}
         self._wasted = 0.0  # base-price tokens read for clearable results since a clear
         self._cleared_tokens = 0  # tokens of the results the view replaces
+        self._scan = _Scan()
         # base-price tokens this agent's clears have saved so far over never clearing,
         # net of the rewrites they caused; kept across segments (it is the agent's run)
         self.banked = 0.0
@@ -106,6 +108,7 @@ class MicroCompactor:
         self._views = {}
         self._wasted = 0.0
         self._cleared_tokens = 0
+        self._scan = _Scan()
 
     @property
     def cleared_tokens(self) -> int:
@@ -123,27 +126,30 @@ class MicroCompactor:
 
     def candidates(self, messages: list[Message]) -> list[ToolResultBlock]:
         """Results the rules allow to be replaced, oldest first."""
-        return [b for _, b in self._candidates(messages)]
+        scan = self._sync(messages)
+        limit = scan.limit(self.config.keep_recent)
+        return [b for pos, _, b in scan.eligible if pos < limit]
 
-    def _candidates(self, messages: list[Message]) -> list[tuple[BlockRef, ToolResultBlock]]:
-        cfg = self.config
-        last_assistant = -1
-        results: list[tuple[BlockRef, ToolResultBlock]] = []
-        for i, m in enumerate(messages):
-            if m.role == "assistant":
-                last_assistant = i
-            else:
-                for j, b in enumerate(m.content):
-                    if isinstance(b, ToolResultBlock):
-                        results.append(((i, j), b))
-        if cfg.keep_recent:
-            results = results[: -cfg.keep_recent]
-        return [
-            (ref, b)
-            for ref, b in results
-            # results after the last assistant turn have not been seen by the model yet
-            if ref[0] < last_assistant and self._eligible(b)
-        ]
+    def _new(self, messages: list[Message]) -> list[tuple[BlockRef, ToolResultBlock]]:
+        """Results the rules allow to be replaced and not replaced yet, oldest first.
+
+        A result is a candidate once the model has answered after it (an assistant turn
+        follows it) and `keep_recent` newer results exist: both only become true as the
+        conversation grows, so the candidates are the eligible results before a limit,
+        and those not yet cleared start at `scan.head` (a clear takes them all).
+        """
+        scan = self._sync(messages)
+        limit = scan.limit(self.config.keep_recent)
+        cleared = self._cleared
+        new: list[tuple[BlockRef, ToolResultBlock]] = []
+        eligible = scan.eligible
+        for k in range(scan.skip_cleared(cleared), len(eligible)):
+            pos, ref, b = eligible[k]
+            if pos >= limit:
+                break
+            if b.tool_use_id not in cleared:  # (an id given twice is cleared with the first)
+                new.append((ref, b))
+        return new
 
     def next_clear(self, messages: list[Message]) -> BlockRef | None:
         """The oldest result not yet replaced that the rules may replace some day.
@@ -153,17 +159,30 @@ class MicroCompactor:
         """
         if not self.config.micro:
             return None
-        for i, m in enumerate(messages):
-            if m.role != "user":
-                continue
-            for j, b in enumerate(m.content):
-                if (
-                    isinstance(b, ToolResultBlock)
-                    and b.tool_use_id not in self._cleared
-                    and self._eligible(b)
-                ):
-                    return i, j
-        return None
+        scan = self._sync(messages)
+        k = scan.skip_cleared(self._cleared)
+        return scan.eligible[k][1] if k < len(scan.eligible) else None
+
+    def _sync(self, messages: list[Message]) -> _Scan:
+        """The scan of `messages`, reading only those appended since the last call.
+
+        The conversation only appends between compactions (which `reset`); if anything
+        before the end has changed anyway (a message replaced, removed or edited in
+        place as a new object), the scan starts again from the first message.
+        """
+        scan = self._scan
+        n = len(scan.seen)
+        if (
+            scan.config is not self.config
+            or len(messages) < n
+            or (n and messages[n - 1] is not scan.seen[-1])
+            or messages[:n] != scan.seen  # in C, and by identity first: cheap when unchanged
+        ):
+            scan = self._scan = _Scan(self.config)
+            n = 0
+        if len(messages) > n:
+            scan.read(messages, n, self._eligible, self._cleared)
+        return scan
 
     def view(self, messages: list[Message], call: CallCost | None = None) -> MicroOutcome:
         """The messages to send, with every cleared result as a placeholder.
@@ -175,9 +194,7 @@ class MicroCompactor:
         """
         if not self.config.micro:
             return MicroOutcome(list(messages), 0, 0)
-        new = [
-            (ref, b) for ref, b in self._candidates(messages) if b.tool_use_id not in self._cleared
-        ]
+        new = self._new(messages)
         tokens = call.tokens if call else chars_to_tokens
         new_tokens = sum(tokens(b.chars()) for _, b in new)
         rewrite = 0
@@ -185,6 +202,7 @@ class MicroCompactor:
             rewrite = self._rewrite_tokens(messages, new[0][0], new_tokens, call)
         if new and self._decide(new_tokens, rewrite, call):
             self._cleared.update(b.tool_use_id for _, b in new)
+            self._scan.cleared_now(new)
             self._wasted = 0.0
             self._cleared_tokens += new_tokens
             if call is not None:
@@ -214,7 +232,8 @@ class MicroCompactor:
         if i >= end:
             return 0
         chars = sum(b.chars() for b in messages[i].content[j:])
-        chars += sum(m.chars() for m in messages[i + 1 : end])
+        prefix = self._sync(messages).prefix  # prefix[k]: the chars of messages[:k]
+        chars += prefix[end] - prefix[i + 1]
         return max(0, call.tokens(chars) - cleared)
 
     def _decide(self, new_tokens: int, rewrite: int, call: CallCost | None) -> bool:
@@ -250,19 +269,19 @@ class MicroCompactor:
         return float(call.calls)  # no auto: expect the segment to go on as long again
 
     def _apply(self, messages: list[Message]) -> list[Message]:
+        scan = self._sync(messages)
         cleared = self._cleared
-        out: list[Message] = []
-        for m in messages:
-            if m.role == "user":
-                ids = tuple(
-                    b.tool_use_id
-                    for b in m.content
-                    if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
-                )
-                if ids:
-                    m = self._placeheld(m, ids)
-            out.append(m)
-        return out
+        view = scan.view
+        for i in sorted(scan.stale):  # messages with a result cleared since the last view
+            m = messages[i]
+            ids = tuple(
+                b.tool_use_id
+                for b in m.content
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in cleared
+            )
+            view[i] = self._placeheld(m, ids) if ids else m
+        scan.stale.clear()
+        return list(view)
 
     def _placeheld(self, m: Message, ids: tuple[str, ...]) -> Message:
         """`m` with the results `ids` as placeholders: the same object on every call
@@ -283,3 +302,70 @@ class MicroCompactor:
         )
         self._views[id(m)] = (m, ids, view)
         return view
+
+
+class _Scan:
+    """What micro has read of a segment's messages, so that each call reads only the new.
+
+    `eligible` lists the results the rules may replace some day (role, tool and size
+    allow it) as (position among all results, where, the block); `limit` says how many
+    of them are candidates now. `view` is the view of the messages read, kept as results
+    are cleared (`stale` names the messages to redo); `prefix` sums their characters.
+    """
+
+    def __init__(self, config: CompactionConfig | None = None) -> None:
+        self.config = config
+        self.seen: list[Message] = []
+        self.results = 0  # tool results in the messages read
+        self.answered = 0  # ... of them before the last assistant turn
+        self.eligible: list[tuple[int, BlockRef, ToolResultBlock]] = []
+        self.head = 0  # eligible[:head] are all cleared
+        self.prefix: list[int] = [0]
+        self.view: list[Message] = []
+        self.stale: set[int] = set()
+
+    def limit(self, keep_recent: int) -> int:
+        """Results before this position are candidates (the model has seen them, and
+        `keep_recent` newer ones exist)."""
+        if keep_recent:
+            return min(self.answered, max(0, self.results - keep_recent))
+        return self.answered
+
+    def read(
+        self,
+        messages: list[Message],
+        start: int,
+        eligible: Callable[[ToolResultBlock], bool],
+        cleared: set[str],
+    ) -> None:
+        new = messages[start:]
+        for i, m in enumerate(new, start):
+            if m.role == "assistant":
+                self.answered = self.results
+                continue
+            stale = False
+            for j, b in enumerate(m.content):
+                if isinstance(b, ToolResultBlock):
+                    if eligible(b):
+                        self.eligible.append((self.results, (i, j), b))
+                    self.results += 1
+                    stale = stale or b.tool_use_id in cleared
+            if stale:  # an id given again after it was cleared is cleared too
+                self.stale.add(i)
+        self.seen.extend(new)
+        self.view.extend(new)
+        sums = accumulate((m.chars() for m in new), initial=self.prefix[-1])
+        self.prefix.extend(islice(sums, 1, None))
+
+    def skip_cleared(self, cleared: set[str]) -> int:
+        """Move `head` past the cleared results (they only grow in a segment)."""
+        eligible = self.eligible
+        k = self.head
+        while k < len(eligible) and eligible[k][2].tool_use_id in cleared:
+            k += 1
+        self.head = k
+        return k
+
+    def cleared_now(self, new: list[tuple[BlockRef, ToolResultBlock]]) -> None:
+        """`new` (the candidates not yet cleared) were cleared: every candidate is."""
+        self.stale.update(ref[0] for ref, _ in new)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,6 +285,9 @@ class CalibratedReplay:
         # history, and serialising it each time made a long replay quadratic. The
         # message is kept in the entry so its id cannot be reused by another object.
         self._seen: dict[int, tuple[Message, float, list[Piece]]] = {}
+        # (agent, purpose) -> the last request's messages, ratio, pieces and where each
+        # message's pieces start: the next request of the stream re-sends most of them
+        self._last: dict[tuple[str, str], _Sent] = {}
 
     def left(self, agent: str) -> int:
         """Recorded replies not yet given."""
@@ -383,6 +386,27 @@ class CalibratedReplay:
         self._seen[id(m)] = (m, cpt, pieces)
         return pieces
 
+    def _body(self, request: ModelRequest, cpt: float) -> tuple[list[Piece], list[int]]:
+        """The messages' pieces, and the index in the prompt (after the one prefix piece)
+        where each message's begin. What the stream's last request began with is taken
+        from it: an agent's next request re-sends its history, plus a turn."""
+        messages = request.messages
+        key = (request.agent, request.purpose)
+        last = self._last.get(key)
+        same = 0
+        if last is not None and last.cpt == cpt:
+            same = _common_prefix(messages, last.messages)
+        if same:
+            cut = last.starts[same] - 1 if same < len(last.messages) else len(last.pieces)
+            pieces, starts = last.pieces[:cut], last.starts[:same]
+        else:
+            pieces, starts = [], []
+        for m in messages[same:]:
+            starts.append(len(pieces) + 1)
+            pieces += self._pieces(m, cpt)
+        self._last[key] = _Sent(list(messages), cpt, pieces, starts)
+        return pieces, starts
+
     def _usage(
         self,
         request: ModelRequest,
@@ -399,11 +423,8 @@ class CalibratedReplay:
             if request.purpose == "agent" or request.tools
             else Piece(request.system, round(len(request.system) / cpt))
         )
-        pieces = [prefix]
-        starts = []
-        for m in request.messages:
-            starts.append(len(pieces))
-            pieces += self._pieces(m, cpt)
+        body, starts = self._body(request, cpt)
+        pieces = [prefix, *body]
         with self._lock:
             try:
                 marks = [0] if request.cache_system else []
@@ -421,3 +442,26 @@ class CalibratedReplay:
             cache_read_tokens=charge.cache_read_tokens,
             cache_write_tokens=charge.cache_write_tokens,
         )
+
+
+@dataclass(slots=True)
+class _Sent:
+    messages: list[Message]
+    cpt: float
+    pieces: list[Piece]
+    starts: list[int]
+
+
+def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many messages `a` and `b` begin with alike (a bisection of list comparisons,
+    which run in C and compare by identity first)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while lo < hi:  # a[:lo] == b[:lo], and a[:hi + 1] != b[:hi + 1] (once hi moved)
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
