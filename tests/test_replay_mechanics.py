@@ -8,8 +8,12 @@ scan would otherwise look back.
 
 from __future__ import annotations
 
+import random
+from itertools import accumulate
+
 import pytest
 
+from team.compaction.clip import Clipper, clip_messages
 from team.compaction.micro import CallCost, MicroCompactor
 from team.core import facts
 from team.core.conversation import (
@@ -22,6 +26,7 @@ from team.core.conversation import (
     problems,
     validate,
 )
+from team.core.prefix import RunningTotals
 from team.llm.base import chars_to_tokens
 from team.llm.sim_cache import CacheCharge, Piece, PromptCache
 from team.workspace.config import CompactionConfig
@@ -262,3 +267,36 @@ def test_paths_are_found_as_a_whole_text_token_scan_finds_them(text: str) -> Non
             continue
         expected += list(facts._token_paths(t))
     assert list(facts.iter_paths(text)) == expected
+
+
+def test_a_piece_with_the_same_text_but_other_tokens_is_counted_anew() -> None:
+    cache = PromptCache(min_tokens=1)
+    a, b = Piece("system", 1000), Piece("result", 1000)
+    assert cache.charge([a, b], [1]).cache_write_tokens == 2000
+    # the same texts re-tokenised (a replay's ratio changed): the totals follow the tokens
+    charge = cache.charge([Piece("system", 1500), Piece("result", 500)], [1])
+    assert charge == CacheCharge(input_tokens=0, cache_read_tokens=2000, cache_write_tokens=0)
+    charge = cache.charge([Piece("system", 1500), Piece("result", 900)], [1])
+    assert charge.cache_read_tokens + charge.cache_write_tokens == 2400
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_running_totals_and_the_clip_follow_any_edit_of_the_history(seed: int) -> None:
+    """Requests that grow, are cut back, have an earlier message swapped or a giant block
+    added: the reused totals and clipped views are what counting everything gives."""
+    rng = random.Random(seed)
+    totals, clip = RunningTotals(Message.chars), Clipper(limit=2_000)
+    history: list[Message] = []
+    for step in range(200):
+        move = rng.random()
+        if move < 0.6 or not history:
+            size = 5_000 if rng.random() < 0.1 else rng.randint(1, 500)
+            history.append(Message.user(f"m{step} " + "x" * size))
+        elif move < 0.8:
+            history = history[: rng.randrange(len(history))]
+        else:
+            history[rng.randrange(len(history))] = Message.user(f"swapped {step}")
+        view = list(history)
+        assert totals(view) == list(accumulate(m.chars() for m in view))
+        assert totals.total(view) == sum(m.chars() for m in view)
+        assert clip(view) == clip_messages(view, limit=2_000)

@@ -19,7 +19,7 @@ from team.agents.session.log import interrupted_results
 from team.agents.state import AgentFailed, AgentState, BudgetReached, Shutdown, StepFailed
 from team.agents.words import notices, nudges
 from team.agents.words.identity import agent_facts, identity_block
-from team.compaction.clip import clip_messages
+from team.compaction.clip import Clipper
 from team.compaction.records import AssistantTurn, Note, Record, UserTurn
 from team.core.conversation import (
     Block,
@@ -89,6 +89,7 @@ class Agent:
         self.status = AgentState()
         self.backoff = Backoff()
         self._validator = Validator()  # each request checked from where the last ended
+        self._clip = Clipper()  # each request clipped from where the last one changed
         self._cut = False  # the last reply was cut off at max_tokens
         self._board_checked = 0.0
         self.last_error: str | None = None
@@ -292,7 +293,7 @@ class Agent:
         sent = self.context.prepare()
         # one block can be larger than the whole context: the model sees its head and
         # tail; the log and the transcript keep all of it
-        view = clip_messages(sent.view)
+        view = self._clip(sent.view)
         self._validator.validate(view)  # a request the API would reject is our bug
         request = ModelRequest(
             system=self.seat.prefix.system,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from team.core.conversation import Block, Message, TextBlock, ToolResultBlock
+from team.core.prefix import common_prefix
 
 BLOCK_CHARS = 100_000
 """~25,000 tokens: far below any context window, above the file and bash tools' caps."""
@@ -52,6 +53,22 @@ def clip_messages(messages: list[Message], limit: int = BLOCK_CHARS) -> list[Mes
             m = Message(m.role, tuple(clip_block(b, limit) for b in m.content))
         out.append(m)
     return out
+
+
+class Clipper:
+    """`clip_messages` for one stream of requests, each re-sending the last one's history:
+    only the messages after the part both begin with alike are looked at again."""
+
+    def __init__(self, limit: int = BLOCK_CHARS) -> None:
+        self.limit = limit
+        self._sent: list[Message] = []
+        self._clipped: list[Message] = []
+
+    def __call__(self, messages: list[Message]) -> list[Message]:
+        same = common_prefix(messages, self._sent)
+        out = self._clipped[:same] + clip_messages(messages[same:], self.limit)
+        self._sent, self._clipped = list(messages), out
+        return out
 
 
 def _size(block: Block) -> int:

@@ -25,6 +25,7 @@ from team.compaction.tokens import TokenMeter, estimate
 from team.compaction.transcripts import TranscriptStore
 from team.core.conversation import Message, ToolResultBlock, render_block
 from team.core.events import AgentEvent, CompactionEvent, EventSink, ModelCallEvent
+from team.core.prefix import RunningTotals
 from team.llm.base import AgentFacts, CachePoint, Model, ModelRequest, Prefix, Usage
 from team.llm.prices import READ, billed_input, write_multiplier
 from team.workspace.config import CompactionConfig
@@ -110,6 +111,7 @@ class Compactor:
             prefix_chars=prefix.chars() if prefix else 0, prefix_tokens=prefix_tokens
         )
         self.planner = BreakpointPlanner(config.cache_ttl, clock)
+        self._sent_chars = RunningTotals(Message.chars)  # what each request sent, counted once
         self._segment_calls = 0
         self._growth = 0.0  # smoothed context growth per call in this segment
         self._last_context: int | None = None
@@ -187,7 +189,7 @@ class Compactor:
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
         """An agent call was answered: calibrate the token ratio, remember what is cached."""
-        self.meter.observe(sum(map(Message.chars, request.messages)), usage.input_total)
+        self.meter.observe(self._sent_chars.total(request.messages), usage.input_total)
         self.planner.sent_request(request.messages)
         self._segment_calls += 1
 

@@ -31,8 +31,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from operator import attrgetter
 
+from team.core.prefix import RunningTotals, common_prefix
 from team.llm.prices import SIM_MODEL, TTL_SECONDS, billed_input, min_cache_tokens
 
 MIN_TOKENS = min_cache_tokens(SIM_MODEL)
@@ -94,10 +95,11 @@ class PromptCache:
         # from the front and stops at the first live entry, so a call pays for what
         # expired, not for every entry alive (a zero-latency run holds 5 minutes of them)
         self._entries: dict[float, OrderedDict[bytes, float]] = {}
-        # the last request's piece texts and running digests: the next request of a
-        # conversation repeats all but its tail, which is all that is hashed again
-        self._texts: list[str] = []
+        # the last request's pieces, running digests and token totals: the next request
+        # of a conversation repeats all but its tail, which is all that is hashed again
+        self._parts: list[Piece] = []
         self._digests: list[bytes] = []
+        self._ends = RunningTotals(attrgetter("tokens"))
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -126,7 +128,9 @@ class PromptCache:
         Raises:
             ValueError: more than 4 breakpoints, or one outside `pieces`.
         """
-        parts = [p if isinstance(p, Piece) else Piece(*p) for p in pieces]
+        parts = list(pieces)
+        if set(map(type, parts)) - {Piece}:  # (text, tokens) pairs too, for callers' ease
+            parts = [p if isinstance(p, Piece) else Piece(*p) for p in parts]
         marks = sorted(set(breakpoints))
         if len(marks) > MAX_BREAKPOINTS:
             raise ValueError(
@@ -200,18 +204,14 @@ class PromptCache:
 
         Chaining digests makes each one name the exact prefix, so a change anywhere
         earlier changes every digest after it, as a byte-exact prefix match would. The
-        pieces the last request began with are not hashed again (the texts are compared,
-        which is the same string object for an unchanged message, or a memcmp).
+        pieces the last request began with are not hashed or summed again (equal pieces:
+        the same objects for an unchanged message, else the same text and tokens).
         """
-        texts = [p.text for p in parts]
-        known = self._texts
-        n, same = min(len(texts), len(known)), 0
-        while same < n and texts[same] == known[same]:
-            same += 1
+        same = common_prefix(parts, self._parts)
         digests = self._digests[:same]
         h = digests[-1] if digests else b""
-        for text in texts[same:]:
-            h = hashlib.blake2b(h + text.encode("utf-8"), digest_size=16).digest()
+        for p in parts[same:]:
+            h = hashlib.blake2b(h + p.text.encode("utf-8"), digest_size=16).digest()
             digests.append(h)
-        self._texts, self._digests = texts, digests
-        return digests, list(accumulate(p.tokens for p in parts))
+        self._parts, self._digests = parts, digests
+        return digests, self._ends(parts)

@@ -159,11 +159,11 @@ SKIP_PREFIXES = ("<message", "</", "## ", SUMMARY_HEAD, "(nothing in this segmen
 def _lines(text: str) -> list[str]:
     seen: set[str] = set()
     out = []
-    for raw in text.splitlines():
+    for raw in dict.fromkeys(text.splitlines()):  # a repeated line is read once
         ln = " ".join(raw.split())
         if ln.startswith(("- ", SUMMARY_HEAD)):  # an earlier summary's bullet
             ln = ln.removeprefix("- ")
-        if len(ln) < 4 or not re.search(r"[A-Za-z]", ln) or ln.startswith(SKIP_PREFIXES):
+        if len(ln) < 4 or not _LETTER.search(ln) or ln.startswith(SKIP_PREFIXES):
             continue
         if ln.startswith("[tool result ") and ln.endswith("]"):  # render_block's heading
             continue
@@ -174,9 +174,13 @@ def _lines(text: str) -> list[str]:
     return out
 
 
+_LETTER = re.compile(r"[A-Za-z]")
+_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
+
+
 def _prose(line: str) -> bool:
     """Sentences rather than raw tool output: at least four words."""
-    return len(re.findall(r"\b[A-Za-z]{2,}\b", line)) >= 4
+    return len(_WORD.findall(line)) >= 4
 
 
 def _paths(text: str, words: list[str]) -> list[str]:

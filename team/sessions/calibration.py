@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from team.core.conversation import (
     ToolUseBlock,
     validate,
 )
+from team.core.prefix import common_prefix
 from team.llm.base import (
     CHARS_PER_TOKEN,
     Model,
@@ -395,7 +396,7 @@ class CalibratedReplay:
         last = self._last.get(key)
         same = 0
         if last is not None and last.cpt == cpt:
-            same = _common_prefix(messages, last.messages)
+            same = common_prefix(messages, last.messages)
         if same:
             cut = last.starts[same] - 1 if same < len(last.messages) else len(last.pieces)
             pieces, starts = last.pieces[:cut], last.starts[:same]
@@ -450,18 +451,3 @@ class _Sent:
     cpt: float
     pieces: list[Piece]
     starts: list[int]
-
-
-def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """How many messages `a` and `b` begin with alike (a bisection of list comparisons,
-    which run in C and compare by identity first)."""
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    while lo < hi:  # a[:lo] == b[:lo], and a[:hi + 1] != b[:hi + 1] (once hi moved)
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
