@@ -70,7 +70,7 @@ def run(log: Path) -> dict:
     imp = out["import"]
     rows = {o["strategy"]: o for o in out["outcomes"]}
     log_input = (out["recorded"] or {}).get("input_tokens_total") or 0
-    rec = rows.get("recorded", {}).get("input_tokens_total", 0)
+    rec = rows.get("recorded", {}).get("input_tokens_logged", 0)
     return {
         "log": log.name,
         "lines": sum(1 for _ in log.open("rb")),

@@ -178,8 +178,18 @@ def held_out(agents: list[AgentLog], cal: dict[str, AgentCalibration]) -> HeldOu
     return HeldOut(len(errors), recorded, predicted, abs(predicted - recorded) / recorded, p90)
 
 
+PRIOR_SPREAD = 2_000_000
+"""How much a fit leans on the usual ratio (`DEFAULT_CHARS_PER_TOKEN`), as the spread
+(sum of squared distances from the mean, in characters squared) of points that would say
+as much: two calls 1,000 characters either side of their mean. A long session's spread
+is ten thousand times that and decides alone; two calls 241 characters apart (an
+OpenHands trajectory's first half) no longer fit a slope that put the next call at twice
+its recorded input."""
+
+
 def _fit(points: list[tuple[int, int]]) -> tuple[float, int] | None:
-    """Least squares `tokens = prefix + k * chars`, k kept to plausible values."""
+    """Least squares `tokens = prefix + k * chars`, `k` drawn towards the usual ratio as
+    much as the points are close together, and kept to plausible values."""
     if len(points) < 2:
         return None
     n = len(points)
@@ -188,7 +198,8 @@ def _fit(points: list[tuple[int, int]]) -> tuple[float, int] | None:
     sxx = sum((x - mx) ** 2 for x, _ in points)
     if sxx <= 0:
         return None
-    k = sum((x - mx) * (y - my) for x, y in points) / sxx
+    sxy = sum((x - mx) * (y - my) for x, y in points)
+    k = (sxy + PRIOR_SPREAD / DEFAULT_CHARS_PER_TOKEN) / (sxx + PRIOR_SPREAD)
     k = min(1 / 1.5, max(1 / 8, k))  # 1.5 to 8 characters a token: beyond is noise
     prefix = max(0, round(my - k * mx))
     return k, prefix

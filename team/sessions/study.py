@@ -17,7 +17,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,13 @@ class LogExperiment:
     session: Session
     strategies: tuple[Strategy, ...] = STRATEGIES
     held_out: HeldOut | None = None
+    logged_totals: dict[str, int] = field(default_factory=dict)  # over the calls with usage
 
     def to_dict(self) -> dict[str, Any]:
         d = self.experiment.to_dict()
         for o in d["outcomes"]:
             o["input_tokens_total"] = self.input_totals.get(o["strategy"], 0)
+            o["input_tokens_logged"] = self.logged_totals.get(o["strategy"], 0)
         d["recorded"] = self.recorded.to_dict() if self.recorded else None
         d["format"] = self.session.format
         d["calibration"] = {
@@ -173,7 +175,7 @@ def replay_log(
             a.name: [t.usage.output_tokens if t.usage else None for t in a.replies()]
             for a in session.agents
         }
-        outcomes, totals = [], {}
+        outcomes, totals, logged = [], {}, {}
         for strat in strategies:
             if progress:
                 progress(f"replaying under {strat.name} ...")
@@ -197,12 +199,8 @@ def replay_log(
                 )
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
-                totals[strat.name] = sum(
-                    int(r.get("input_tokens") or 0)
-                    + int(r.get("cache_read_tokens") or 0)
-                    + int(r.get("cache_write_tokens") or 0)
-                    for r in rows
-                )
+                totals[strat.name] = sum(map(_input_total, rows))
+                logged[strat.name] = _logged_total(rows, session)
             out.seconds = time.monotonic() - start
             outcomes.append(out)
     finally:
@@ -216,7 +214,35 @@ def replay_log(
     )
     exp = Experiment(line, threshold, outcomes)
     judged = held_out(session.agents, cal)
-    return LogExperiment(exp, recorded(session), cal, totals, session, strategies, judged)
+    return LogExperiment(exp, recorded(session), cal, totals, session, strategies, judged, logged)
+
+
+def _input_total(row: dict[str, Any]) -> int:
+    return (
+        int(row.get("input_tokens") or 0)
+        + int(row.get("cache_read_tokens") or 0)
+        + int(row.get("cache_write_tokens") or 0)
+    )
+
+
+def _logged_total(rows: list[dict[str, Any]], session: Session) -> int:
+    """A strategy's input over the calls the log has usage for: the agent calls that
+    replay a reply with recorded usage (the k-th answered call of an agent is its k-th
+    reply), so `x log` compares the same calls when a log leaves some replies unbilled."""
+    billed = {
+        a.name: [bool(t.usage and t.usage.input_total) for t in a.replies()] for a in session.agents
+    }
+    seen: dict[str, int] = {}
+    total = 0
+    for r in rows:
+        if r.get("purpose") != "agent" or r.get("error"):
+            continue
+        k = seen.get(r["agent"], 0)
+        seen[r["agent"]] = k + 1
+        flags = billed.get(r["agent"], [])
+        if k < len(flags) and flags[k]:
+            total += _input_total(r)
+    return total
 
 
 def _recorded_compactions(
@@ -312,8 +338,10 @@ def render(result: LogExperiment) -> str:
         out.append(f"{LOG}: this log has no usage")
     for name, total in result.input_totals.items():
         against = []
-        if r is not None and r.input_tokens_total:
-            against.append(f"{total / r.input_tokens_total:.2f} x {LOG}")
+        # over the calls the log billed (every call when it only has a total)
+        basis = result.logged_totals.get(name, total) if r is not None and r.calls else total
+        if r is not None and r.input_tokens_total and basis:
+            against.append(f"{basis / r.input_tokens_total:.2f} x {LOG}")
         if name != RECORDED and as_recorded:
             against.append(f"{total / as_recorded:.2f} x {RECORDED}")
         how = f" ({', '.join(against)})" if against else ""
