@@ -284,3 +284,37 @@ def test_a_short_session_is_not_fitted_on_the_noise_of_two_close_calls(tmp_path)
     assert out["held_out"]["calls"] >= 2
     assert out["held_out"]["total_error"] <= 0.10
     assert 2.5 <= out["calibration"]["main"]["chars_per_token"] <= 4.5
+
+
+def test_lines_that_are_json_but_no_record_need_no_repair_and_are_counted(tmp_path):
+    """A bare string, number or list on a line is valid JSON: nothing to repair, nothing
+    read. A user or assistant line without its message is skipped, and said."""
+    lines = (FIXTURES / "claude-code-2.1.39.jsonl").read_text().splitlines()
+    odd = ['"an error the logger wrote"', "42", "[1, 2]", '{"type": "assistant"}']
+    odd.append('{"type": "user", "message": null}')
+    log = tmp_path / "odd.jsonl"
+    log.write_text("\n".join(lines[:5] + odd + lines[5:]) + "\n")
+    out = replay(log)
+    dropped = out["import"]["dropped"]
+    assert dropped["lines that are JSON but not a record (skipped)"] == 3
+    assert dropped["assistant lines without a message (skipped)"] == 1
+    assert dropped["user lines without a message (skipped)"] == 1
+    assert out["import"]["repaired"] == []
+    clean = replay(FIXTURES / "claude-code-2.1.39.jsonl")
+    assert out["import"]["requests_kept"] == clean["import"]["requests_kept"]
+
+
+def test_a_claude_log_with_no_links_is_read_in_file_order(tmp_path):
+    """Converters and hand-made logs leave `parentUuid` null on every line: each line is
+    then not a root of its own, the file's order is the conversation."""
+    lines = []
+    for line in (FIXTURES / "claude-code-1.0.90.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if "parentUuid" in d:
+            d["parentUuid"] = None
+        lines.append(json.dumps(d))
+    log = tmp_path / "unlinked.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    out = replay(log)
+    assert out["import"]["normalised"]["logs without parentUuid links read in file order"] == 1
+    assert out["import"]["requests_kept"] >= 0.9 * out["import"]["requests_recorded"]

@@ -104,6 +104,9 @@ def _count_records(lines: list[Line], report: ImportReport) -> None:
     """Lines that are not the conversation, by type; a type not known here is named."""
     for _, o in lines:
         kind = o.get("type")
+        if kind in ("user", "assistant") and not _is_message(o):
+            report.dropped[f"{kind} lines without a message (skipped)"] += 1
+            continue
         if kind in CONVERSATION:
             continue
         if kind in OTHER:
@@ -194,8 +197,7 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
             report.dropped["synthetic replies (API errors, interruptions)"] += 1
             continue
         if not _is_message(o):
-            report.dropped[f"{o.get('type')} lines without a message"] += 1
-            continue
+            continue  # counted by `_count_records`
         msg = o["message"]
         try:
             blocks = anthropic_blocks(msg.get("content"), report.kept, report.renamed)
@@ -314,6 +316,14 @@ class _Links:
         self._order = [str(o["uuid"]) for _, o in lines if o.get("uuid")]
         self._pos = {u: i for i, u in enumerate(self._order)}
         self._parents: dict[str, str | None] = {}
+        # a log with no links at all (a converter's output, a hand-made log): its lines
+        # are the conversation in file order, not as many one-line trees
+        messages = [o for _, o in lines if _is_message(o)]
+        self._unlinked = len(messages) > 1 and not any(
+            o.get("parentUuid") or o.get("logicalParentUuid") for o in messages
+        )
+        if self._unlinked:
+            report.normalised["logs without parentUuid links read in file order"] += 1
 
     def _before(self, uid: str) -> str | None:
         """The nearest earlier line of `uid`'s session."""
@@ -347,6 +357,8 @@ class _Links:
     def logical(self, uid: str) -> str | None:
         """The conversation link: across a compaction to the line before it."""
         o = self._by_uuid[uid][1]
+        if self._unlinked:
+            return self._before(uid)
         if o.get("parentUuid"):
             return self.parent(uid)
         if o.get("logicalParentUuid"):

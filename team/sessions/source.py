@@ -73,8 +73,8 @@ def _objects(
         except RecursionError:
             pending = (i, "not JSON (nested too deep)")
             continue
-        if not isinstance(obj, dict):
-            _bad(path, i, "not a JSON object", repair, report)
+        if not isinstance(obj, dict):  # valid JSON, nothing broken: no record, no repair
+            report.dropped["lines that are JSON but not a record (skipped)"] += 1
             continue
         out.append((i, slim(obj)))
     if pending is not None:
