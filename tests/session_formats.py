@@ -141,6 +141,12 @@ class Claude:
             block = {"tool_use_id": tid, "type": "tool_result", "content": content}
             self.user([block], parent=parent, toolUseResult={"stdout": str(content)[:200]})
 
+    def attachment(self, payload: dict[str, Any], text: str = "") -> None:
+        """A 2.1.x `attachment` line in the chain; `text` is what the model reads of it
+        (counted in the next call's usage)."""
+        self.context += len(text)
+        self.last = self.line("attachment", self.last, attachment=payload)
+
     def compact(self, summary: str) -> None:
         if self.new:
             boundary = self.line(

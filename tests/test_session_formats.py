@@ -318,3 +318,64 @@ def test_a_claude_log_with_no_links_is_read_in_file_order(tmp_path):
     out = replay(log)
     assert out["import"]["normalised"]["logs without parentUuid links read in file order"] == 1
     assert out["import"]["requests_kept"] >= 0.9 * out["import"]["requests_recorded"]
+
+
+def test_attachments_are_what_the_model_read(tmp_path):
+    """Claude Code 2.1.x keeps what it adds to the next request as `attachment` lines in
+    the chain: CLAUDE.md, a file the person mentioned, a prompt typed while the agent
+    worked, a hook's context. They are the conversation (user text), not metadata."""
+    c = Claude("2.1.39")
+    memory = "Always run the tests before you say done.\n" * 30
+    c.attachment(
+        {
+            "type": "nested_memory",
+            "path": "/p/CLAUDE.md",
+            "content": {"type": "memory", "path": "/p/CLAUDE.md", "content": memory},
+        },
+        memory,
+    )
+    c.user("Fix the parser in src/parse.py.")
+    big = "def parse(line):\n    return line.split()\n" * 400
+    c.attachment(
+        {
+            "type": "file",
+            "filename": "/p/src/parse.py",
+            "content": {"type": "text", "file": {"filePath": "/p/src/parse.py", "content": big}},
+        },
+        big,
+    )
+    for k in range(12):
+        use = {"type": "tool_use", "id": f"toolu_{k}", "name": "Bash", "input": {"command": "ls"}}
+        c.results(c.reply(f"msg_{k}", [use]), [f"toolu_{k}"], "src tests\n" * 60)
+        if k == 5:
+            c.attachment(
+                {
+                    "type": "queued_command",
+                    "prompt": "Also update the docs, please.",
+                    "commandMode": "prompt",
+                },
+                "Also update the docs, please.",
+            )
+        if k == 8:
+            context = "Lint found 3 warnings in src/parse.py.\n" * 50
+            c.attachment(
+                {"type": "hook_additional_context", "hookName": "lint", "content": [context]},
+                context,
+            )
+        c.attachment({"type": "date_change", "newDate": "2026-01-02"})  # no text for it
+    c.reply("msg_end", [{"type": "text", "text": "Fixed, and the docs updated."}])
+    log = c.write(tmp_path / "attached.jsonl")
+    out = replay(log)
+    kept = out["import"]["kept"]
+    assert kept["attachments read as user text (queued_command)"] == 1
+    assert kept["attachments read as user text (file)"] == 1
+    assert kept["attachments read as user text (nested_memory)"] == 1
+    assert kept["attachments read as user text (hook_additional_context)"] == 1
+    assert out["import"]["dropped"]["attachment lines with no text for the model (date_change)"]
+    assert out["import"]["requests_kept"] == out["import"]["requests_recorded"] == 13
+    assert out["held_out"]["total_error"] <= 0.02  # the file and the hook's text are counted
+    ws = tmp_path / "ws"
+    r = run_team("import", str(log), "--to", str(ws))
+    assert r.returncode == 0, r.stderr
+    session = (ws / ".team" / "agents" / "main" / "session.jsonl").read_text()
+    assert "Also update the docs, please." in session

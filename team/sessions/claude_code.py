@@ -26,6 +26,7 @@ earlier line of the same session, so the conversation goes on across it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,6 @@ OTHER = frozenset(
         "last-prompt",
         "mode",
         "permission-mode",
-        "attachment",
         "tag",
         "agent-name",
         "pr-link",
@@ -104,6 +104,8 @@ def _count_records(lines: list[Line], report: ImportReport) -> None:
     """Lines that are not the conversation, by type; a type not known here is named."""
     for _, o in lines:
         kind = o.get("type")
+        if kind == "attachment":
+            continue  # counted as read or not where the conversation is read
         if kind in ("user", "assistant") and not _is_message(o):
             report.dropped[f"{kind} lines without a message (skipped)"] += 1
             continue
@@ -172,8 +174,11 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
             # result of one of its calls (parallel tool calls branch like this)
             included = _msg_id(o) in reply_ids or bool(_result_ids(o) & call_ids)
         if not included:
-            if _is_message(o) or o.get("type") == "system":
+            if _is_message(o) or o.get("type") in ("system", "attachment"):
                 report.dropped["lines off the final path (branches, resumed copies)"] += 1
+            continue
+        if o.get("type") == "attachment":
+            _attach(agent, o, n, report)
             continue
         if o.get("type") not in CONVERSATION:
             continue  # a progress line in the parent chain: counted by type already
@@ -263,6 +268,61 @@ def _add(agent: AgentLog, o: dict[str, Any], n: int, blocks: list) -> None:
         ]
         return
     agent.turns.append(Turn("user", list(blocks), n, when))
+
+
+def _attach(agent: AgentLog, o: dict[str, Any], n: int, report: ImportReport) -> None:
+    """An `attachment` line (2.1.x) in the conversation: what Claude Code sends the model
+    with the next request as user content (a prompt queued while the agent worked, a file
+    the person mentioned, CLAUDE.md, a hook's added context, ...), as its text. Its
+    wording around that text is Claude Code's own and not in the log."""
+    text = _attachment_text(o.get("attachment"))
+    kind = str(
+        (o.get("attachment") or {}).get("type") if isinstance(o.get("attachment"), dict) else ""
+    )
+    if not text:
+        report.dropped[f"attachment lines with no text for the model ({kind[:40] or '?'})"] += 1
+        return
+    _add(agent, {**o, "type": "user"}, n, [TextBlock(text)])
+    report.kept[f"attachments read as user text ({kind[:40]})"] += 1
+
+
+def _attachment_text(a: Any) -> str:
+    """The text an attachment carries for the model, by its type; "" for none."""
+    if not isinstance(a, dict):
+        return ""
+    kind = a.get("type")
+    if kind == "queued_command":
+        return _text_of(a.get("prompt"))
+    if kind in ("file", "nested_memory"):
+        body = a.get("content")
+        if isinstance(body, dict):
+            body = body.get("file", body)
+            body = body.get("content") if isinstance(body, dict) else body
+        return _text_of(body)
+    if kind == "edited_text_file":
+        return _text_of(a.get("snippet"))
+    if kind == "invoked_skills":
+        skills = a.get("skills") if isinstance(a.get("skills"), list) else []
+        return "\n".join(_text_of(k.get("content")) for k in skills if isinstance(k, dict))
+    if kind in ("hook_additional_context", "skill_listing", "todo_reminder", "task_reminder"):
+        return _text_of(a.get("content"))
+    return ""
+
+
+def _text_of(value: Any) -> str:
+    """Text from a string, a list of content blocks or items, or anything else JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [
+            str(v.get("text", ""))
+            if isinstance(v, dict) and v.get("type") == "text"
+            else (_text_of(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+            for v in value
+            if not (isinstance(v, dict) and v.get("type") == "image")
+        ]
+        return "\n".join(p for p in parts if p)
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _synthetic(o: dict[str, Any]) -> bool:
