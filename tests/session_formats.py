@@ -55,6 +55,7 @@ class Claude:
         self.context = 0
         self.images = 0  # tokens of images in the context
         self.last: str | None = None
+        self.sizes: dict[str, int] = {}  # tool result characters, by call id
 
     def _uid(self) -> str:
         self.n += 1
@@ -137,6 +138,8 @@ class Claude:
         return calls
 
     def results(self, calls: list[str], ids: list[str], content: Any = RESULT) -> None:
+        for tid in ids:
+            self.sizes[tid] = _text_chars([{"type": "tool_result", "content": content}])
         for parent, tid in zip(calls, ids, strict=True):
             block = {"tool_use_id": tid, "type": "tool_result", "content": content}
             self.user([block], parent=parent, toolUseResult={"stdout": str(content)[:200]})
@@ -146,6 +149,27 @@ class Claude:
         (counted in the next call's usage)."""
         self.context += len(text)
         self.last = self.line("attachment", self.last, attachment=payload)
+
+    def microcompact(self, ids: list[str]) -> None:
+        """2.1.x's `microcompact_boundary`: the next calls send these results as a
+        placeholder (the log keeps their text)."""
+        placeholder = "[Old tool result content cleared]"
+        saved = sum(self.sizes[i] - len(placeholder) for i in ids)
+        self.context -= saved
+        self.last = self.line(
+            "system",
+            self.last,
+            subtype="microcompact_boundary",
+            content="Context microcompacted",
+            level="info",
+            microcompactMetadata={
+                "trigger": "auto",
+                "preTokens": int(PREFIX + (self.context + saved) / CHARS_PER_TOKEN),
+                "tokensSaved": int(saved / CHARS_PER_TOKEN),
+                "compactedToolIds": ids,
+                "clearedAttachmentUUIDs": [],
+            },
+        )
 
     def compact(self, summary: str) -> None:
         if self.new:

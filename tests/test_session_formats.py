@@ -379,3 +379,29 @@ def test_attachments_are_what_the_model_read(tmp_path):
     assert r.returncode == 0, r.stderr
     session = (ws / ".team" / "agents" / "main" / "session.jsonl").read_text()
     assert "Also update the docs, please." in session
+
+
+def test_recorded_micro_compactions_are_replayed_and_counted(tmp_path):
+    """Claude Code 2.1.x clears old tool results itself (`microcompact_boundary`, naming
+    them): its later calls read less than the log's text. `recorded` clears the same
+    results at the same step, and the calibration counts the context as it was sent."""
+    c = Claude("2.1.39")
+    c.user("Go through every module and list what each one exports.")
+    ids = []
+    for k in range(40):
+        use = {"type": "tool_use", "id": f"toolu_{k:02d}", "name": "Read", "input": {"k": k}}
+        c.results(c.reply(f"msg_{k:02d}", [use]), [use["id"]], f"export f{k}\n" * 400)
+        ids.append(use["id"])
+        if k in (15, 30):  # clear all but the newest three results, as Claude Code does
+            c.microcompact([i for i in ids[:-3] if c.sizes.get(i, 0) > 100])
+            for i in ids[:-3]:
+                c.sizes[i] = 0
+    c.reply("msg_end", [{"type": "text", "text": "Done: forty modules listed."}])
+    out = replay(c.write(tmp_path / "micro.jsonl"))
+    assert out["import"]["kept"]["micro-compactions (results the recorded agent cleared)"] == 2
+    log = out["recorded"]["input_tokens_total"]
+    row = next(o for o in out["outcomes"] if o["strategy"] == "recorded")
+    manual = next(o for o in out["outcomes"] if o["strategy"] == "manual-only")
+    assert abs(row["input_tokens_logged"] / log - 1) <= 0.05
+    assert manual["input_tokens_logged"] > 1.3 * log  # what not clearing them would read
+    assert out["held_out"]["total_error"] <= 0.05

@@ -62,6 +62,11 @@ class Context:
         self.session.append(rec)
         self.history.apply(rec)
 
+    def clear_results(self, ids: tuple[str, ...]) -> None:
+        """Send these tool results as placeholders from now on in this segment (a replay
+        repeating what the recorded agent cleared)."""
+        self.compactor.micro.clear(ids)
+
     def estimate(self) -> int:
         return self.compactor.estimate(self.history)
 

@@ -27,7 +27,7 @@ Which results are replaced follows the rules (`keep_recent`, `preserve_tools`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate, islice
 
@@ -120,6 +120,12 @@ class MicroCompactor:
         """Ids of the results the view replaces (the session log names new ones)."""
         return frozenset(self._cleared)
 
+    def clear(self, ids: Iterable[str]) -> None:
+        """Replace these results from now on in this segment, whatever the rules and the
+        policy say: a replay repeating the recorded agent's own clears (`recorded`)."""
+        self._cleared.update(ids)
+        self._scan = _Scan()  # read again, so the view takes them
+
     def _eligible(self, b: ToolResultBlock) -> bool:
         cfg = self.config
         return b.name not in cfg.preserve_tools and b.chars() > cfg.min_chars  # images count
@@ -192,8 +198,8 @@ class MicroCompactor:
             call: what the cost policy weighs; without it the cost policy clears only
                 what the eager one would with `clear_at_least` (no information, no bet).
         """
-        if not self.config.micro:
-            return MicroOutcome(list(messages), 0, 0)
+        if not self.config.micro:  # nothing decided here; what `clear` named still holds
+            return MicroOutcome(self._apply(messages) if self._cleared else list(messages), 0, 0)
         new = self._new(messages)
         tokens = call.tokens if call else chars_to_tokens
         new_tokens = sum(tokens(b.chars()) for _, b in new)
@@ -217,7 +223,7 @@ class MicroCompactor:
 
     def current(self, messages: list[Message]) -> list[Message]:
         """The view with what is already cleared, deciding nothing new (for summaries)."""
-        if not self.config.micro or not self._cleared:
+        if not self._cleared:
             return list(messages)
         return self._apply(messages)
 

@@ -88,16 +88,26 @@ class AgentCalibration:
 def context_points(agent: AgentLog) -> list[tuple[int, int]]:
     """(characters of context the call read, its recorded input tokens), per call with
     usage, the context following the recorded compactions (each starts it anew from its
-    summary)."""
+    summary) and micro-compactions (the results they cleared are no longer counted)."""
     points = []
     chars = 0
     marks = {c.before: c for c in agent.compactions}
+    clears: dict[int, set[str]] = {}
+    for c in agent.micro_clears:
+        clears.setdefault(c.before, set()).update(c.tool_ids)
+    results: dict[str, int] = {}  # tool_use id -> characters, in the current context
     for i, t in enumerate(agent.turns):
         if i in marks:
             chars = marks[i].summary_chars  # the recorded agent's new context
+            results = {}
+        for tid in clears.get(i, ()):  # results it sent as a placeholder from here on
+            chars -= results.pop(tid, 0)
         if t.role == "assistant" and t.usage is not None and t.usage.input_total > 0:
             points.append((chars, t.usage.input_total))
         chars += message_chars(t.message())
+        for b in t.blocks:
+            if isinstance(b, ToolResultBlock):
+                results[b.tool_use_id] = results.get(b.tool_use_id, 0) + api_chars(b)
     return points
 
 

@@ -37,6 +37,7 @@ from team.sessions.model import (
     AgentLog,
     CompactionMark,
     ImportReport,
+    MicroClear,
     Session,
     Turn,
 )
@@ -195,6 +196,8 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
                         n,
                     )
                 )
+            elif o.get("subtype") == "microcompact_boundary":
+                _micro_clear(agent, o, n, report)
             else:
                 report.dropped["system lines"] += 1
             continue
@@ -268,6 +271,20 @@ def _add(agent: AgentLog, o: dict[str, Any], n: int, blocks: list) -> None:
         ]
         return
     agent.turns.append(Turn("user", list(blocks), n, when))
+
+
+def _micro_clear(agent: AgentLog, o: dict[str, Any], n: int, report: ImportReport) -> None:
+    """A `microcompact_boundary` (2.1.x): the requests after it carried the named tool
+    results as a short placeholder. Kept so the `recorded` replay and the calibration
+    send and count what the recorded agent did."""
+    meta = o.get("microcompactMetadata") or o.get("compactMetadata") or {}
+    ids = meta.get("compactedToolIds") if isinstance(meta, dict) else None
+    if not isinstance(ids, list) or not ids:
+        report.dropped["micro-compaction lines naming no results"] += 1
+        return
+    saved = as_int(meta.get("tokensSaved")) or None
+    agent.micro_clears.append(MicroClear(len(agent.turns), tuple(str(i) for i in ids), saved, n))
+    report.kept["micro-compactions (results the recorded agent cleared)"] += 1
 
 
 def _attach(agent: AgentLog, o: dict[str, Any], n: int, report: ImportReport) -> None:

@@ -56,6 +56,18 @@ class CompactionMark:
     summary: str = ""  # the summary's text, which the `recorded` strategy replays
 
 
+@dataclass(frozen=True)
+class MicroClear:
+    """The recorded agent replaced old tool results in what it sent, from turn `before`
+    on (Claude Code's `microcompact_boundary`): the log keeps their text, the requests
+    after it did not carry it."""
+
+    before: int
+    tool_ids: tuple[str, ...]
+    tokens_saved: int | None = None
+    line: int = 0
+
+
 @dataclass
 class AgentLog:
     """One agent's conversation: the main agent, or one subagent / sidechain."""
@@ -63,6 +75,7 @@ class AgentLog:
     name: str
     turns: list[Turn] = field(default_factory=list)
     compactions: list[CompactionMark] = field(default_factory=list)
+    micro_clears: list[MicroClear] = field(default_factory=list)
     system: str = ""  # the recorded fixed prefix, when the log has it
     tools_chars: int = 0  # characters of the recorded tool definitions, when known
     model: str = ""

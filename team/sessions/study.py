@@ -196,6 +196,7 @@ def replay_log(
                     root,
                     model=model,
                     compact_at=compact_at if as_recorded else None,
+                    clear_at=_recorded_clears(session) if as_recorded else None,
                 )
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
@@ -243,6 +244,19 @@ def _logged_total(rows: list[dict[str, Any]], session: Session) -> int:
         if k < len(flags) and flags[k]:
             total += _input_total(r)
     return total
+
+
+def _recorded_clears(session: Session) -> dict[str, dict[int, tuple[str, ...]]]:
+    """Before which step each agent cleared which tool results (its micro-compactions)."""
+    out: dict[str, dict[int, tuple[str, ...]]] = {}
+    for a in session.agents:
+        steps: dict[int, tuple[str, ...]] = {}
+        for c in a.micro_clears:
+            step = sum(1 for t in a.turns[: c.before] if t.role == "assistant")
+            steps[step] = steps.get(step, ()) + c.tool_ids
+        if steps:
+            out[a.name] = steps
+    return out
 
 
 def _recorded_compactions(

@@ -19,7 +19,14 @@ from team.agents.session.log import SessionLog
 from team.compaction.records import AssistantTurn, UserTurn
 from team.core.errors import UserError
 from team.llm.base import Usage
-from team.sessions.model import AgentLog, CompactionMark, ImportReport, Session, Turn
+from team.sessions.model import (
+    AgentLog,
+    CompactionMark,
+    ImportReport,
+    MicroClear,
+    Session,
+    Turn,
+)
 from team.workspace.config import render_config
 from team.workspace.places import Workspace
 
@@ -112,6 +119,7 @@ def _agent_meta(a: AgentLog) -> dict[str, Any]:
         "times": [t.time for t in a.turns],
         "recorded_usage": [asdict(t.usage) if t.usage else None for t in a.turns],
         "compactions": [asdict(c) for c in a.compactions],
+        "micro_clears": [asdict(c) for c in a.micro_clears],
     }
 
 
@@ -144,6 +152,10 @@ def read_import(ws: Workspace, session: Session) -> None:
         a.tools_chars = int(m.get("tools_chars") or 0)
         _put_back(a.turns, m.get("times") or [], m.get("recorded_usage") or [])
         a.compactions = [CompactionMark(**c) for c in m.get("compactions") or []]
+        a.micro_clears = [
+            MicroClear(c["before"], tuple(c["tool_ids"]), c.get("tokens_saved"), c.get("line", 0))
+            for c in m.get("micro_clears") or []
+        ]
 
 
 def _put_back(turns: list[Turn], times: list[Any], usage: list[Any]) -> None:

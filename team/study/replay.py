@@ -239,12 +239,14 @@ def replay_agent(
     compaction: CompactionConfig,
     sink: EventSink,
     compact_at: frozenset[int] = frozenset(),
+    clear_at: dict[int, tuple[str, ...]] | None = None,
 ) -> AgentReplay:
     """Replay one agent's log through the real agent step and compactor.
 
     `compact_at`: steps (0-based) before which to compact as the recorded agent did
     (the `recorded` strategy of an imported log; its model answers with the log's own
-    summary).
+    summary). `clear_at`: steps before which to replace the tool results the recorded
+    agent replaced (its micro-compactions), whatever the strategy's micro says.
 
     Raises:
         ReplayError: the log is not a conversation the API would accept.
@@ -275,6 +277,8 @@ def replay_agent(
             elif isinstance(rec, AssistantTurn):
                 if steps in compact_at:
                     agent.compact("auto", "recorded")
+                if clear_at and steps in clear_at:
+                    agent.context.clear_results(clear_at[steps])
                 uses = agent.step()
                 steps += 1
                 compact_focus = {
@@ -297,6 +301,7 @@ def replay_strategy(
     root: Path,
     model: ReplayModel | None = None,
     compact_at: dict[str, frozenset[int]] | None = None,
+    clear_at: dict[str, dict[int, tuple[str, ...]]] | None = None,
 ) -> Outcome:
     """Replay every agent of `recording` under one strategy's `[compaction]` settings.
 
@@ -317,7 +322,8 @@ def replay_strategy(
     try:
         for agent in recording.sessions:
             at = (compact_at or {}).get(agent, frozenset())
-            r = replay_agent(recording, agent, model, ws, config, events, at)
+            clears = (clear_at or {}).get(agent)
+            r = replay_agent(recording, agent, model, ws, config, events, at, clears)
             done += r.tasks_completed
             seen += r.tasks_seen
             if model.left(agent):
