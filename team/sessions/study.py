@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from team.core.conversation import ToolResultBlock
+from team.core.conversation import InvalidConversation, ToolResultBlock
 from team.core.errors import UserError
 from team.llm.base import Model
 from team.sessions.calibration import (
@@ -151,9 +151,10 @@ def replay_log(
 
     Raises:
         LogError: the log cannot be read (one line: file, line, problem).
-        UserError: the replay cannot proceed.
+        UserError: the replay cannot proceed (`ReplayError`: a request the API would
+            reject, which the import should have made valid).
     """
-    from team.study.replay import load_recording, replay_strategy
+    from team.study.replay import ReplayError, load_recording, replay_strategy
 
     session = read_session(path, repair=repair)
     tmp: Path | None = None
@@ -187,14 +188,22 @@ def replay_log(
                 summaries=summaries if as_recorded else None,
             )
             with run_folder(keep, strat.name) as root:
-                out = replay_strategy(
-                    recording,
-                    strat.name,
-                    _with_ttl(strat.compaction(threshold), cal),
-                    root,
-                    model=model,
-                    compact_at=compact_at if as_recorded else None,
-                )
+                try:
+                    out = replay_strategy(
+                        recording,
+                        strat.name,
+                        _with_ttl(strat.compaction(threshold), cal),
+                        root,
+                        model=model,
+                        compact_at=compact_at if as_recorded else None,
+                    )
+                except InvalidConversation as e:
+                    # the agent loop's check of its own request: what the import did not
+                    # make valid is one line naming the log, not a traceback
+                    raise ReplayError(
+                        f"{path}: cannot be replayed under {strat.name}: the conversation "
+                        f"read from it is one the API would reject ({e})"
+                    ) from None
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
                 totals[strat.name] = sum(
