@@ -67,6 +67,8 @@ def _file(path: Path, repair: bool, report: ImportReport) -> Session:
         doc = json_document(path, text)
         if openhands.is_events(doc):
             return openhands.read_events(path, doc, report)
+        if trajectories.is_chat(doc):  # mini-swe-agent's messages alone, OpenAI's form
+            return trajectories.read_mini(path, doc, report)
         if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
             return plain.read(path, {"messages": doc}, report)
         raise LogError(path, None, _unknown())

@@ -36,8 +36,11 @@ def check(session: Session, *, repair: bool = False) -> None:
     for agent in session.agents:
         _agent(session, agent, repair)
     session.agents = [a for a in session.agents if a.turns]
-    session.report.requests_kept = sum(
-        1 for a in session.agents for t in a.replies() if t.usage is not None
+    replies = [t for a in session.agents for t in a.replies()]
+    # a log that counts its calls but keeps no usage for each (SWE-agent's api_calls):
+    # every reply read is one of the requests it counts
+    session.report.requests_kept = sum(1 for t in replies if t.usage is not None) or (
+        len(replies) if session.report.requests_recorded else 0
     )
     if not any(a.replies() for a in session.agents):
         raise LogError(session.source, None, "no model replies in this log, nothing to replay")

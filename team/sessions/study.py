@@ -17,7 +17,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +225,16 @@ def replay_log(
     )
     exp = Experiment(line, threshold, outcomes)
     judged = held_out(session.agents, cal)
-    return LogExperiment(exp, recorded(session), cal, totals, session, strategies, judged)
+    return LogExperiment(exp, _recorded(session), cal, totals, session, strategies, judged)
+
+
+def _recorded(session: Session) -> Recorded | None:
+    """The log's own figures; calls counted by the log when it has no usage per call
+    (SWE-agent's `api_calls` beside its run totals)."""
+    r = recorded(session)
+    if r is not None and not r.calls and session.report.requests_recorded:
+        r = replace(r, calls=session.report.requests_recorded)
+    return r
 
 
 def _recorded_compactions(
@@ -313,9 +322,10 @@ def render(result: LogExperiment) -> str:
     r = result.recorded
     as_recorded = result.input_totals.get(RECORDED)
     if r is not None:
+        peak = f"{r.peak_context:,}" if r.peak_context else "not recorded (run totals only)"
         out.append(
             f"{LOG}: {r.calls} calls, input tokens total {r.input_tokens_total:,}, "
-            f"billed input {r.billed_input:,.0f}, peak context {r.peak_context:,}"
+            f"billed input {r.billed_input:,.0f}, peak context {peak}"
         )
     else:
         out.append(f"{LOG}: this log has no usage")
