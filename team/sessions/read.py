@@ -102,6 +102,8 @@ def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> S
         return claude_code.read(path, lines, report)
     if codex.looks_like(lines):
         return codex.read(path, lines, report)
+    if gemini.is_lines(lines):
+        return gemini.read_lines(path, lines, report)
     if openhands.is_output(lines[0][1]):
         return openhands.read_output(path, lines, report)
     raise LogError(path, lines[0][0], _unknown())
