@@ -615,6 +615,302 @@ def openhands_output(path: Path, *, instances: int = 2, steps: int = 12) -> Path
     return path
 
 
+def swe_agent_fc(path: Path, *, steps: int = 8, repeat_at: int = 5) -> Path:
+    """A SWE-agent function-calling trajectory (`*.traj`): `history` of OpenAI messages
+    (system, the issue, replies with `tool_calls`, `tool` results naming
+    `tool_call_ids`), the `trajectory` steps beside it, and `info.model_stats` with the
+    run's totals and `api_calls`. Reply `repeat_at` reuses the call id of the reply
+    before it, as the replayed demonstrations do."""
+    system = "SETTING: You are an autonomous programmer working in a repository. " * 20
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": system, "agent": "main", "message_type": "system_prompt"},
+        {
+            "role": "user",
+            "content": "We're solving this issue: area() adds where it should multiply.",
+            "agent": "main",
+            "message_type": "observation",
+        },
+    ]
+    trajectory = []
+    call_id = ""
+    for k in range(steps):
+        if k != repeat_at:
+            call_id = f"call_{k:02d}Xq7L19vqR0DPaU"
+        name, args = ("open", {"path": f"src/m{k}.py"}) if k % 2 else ("bash", {"command": "ls"})
+        thought = f"Step {k}: let me look at the next file."
+        action = f"{name} {args.get('path', args.get('command'))}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": thought,
+                "thought": thought,
+                "action": action,
+                "agent": "main",
+                "tool_calls": [
+                    {
+                        "function": {"arguments": json.dumps(args), "name": name},
+                        "id": call_id,
+                        "type": "function",
+                    }
+                ],
+                "message_type": "action",
+            }
+        )
+        output = f"[File: src/m{k}.py (40 lines total)]\n" + RESULT
+        history.append(
+            {
+                "role": "tool",
+                "content": output,
+                "agent": "main",
+                "message_type": "observation",
+                "tool_call_ids": [call_id],
+            }
+        )
+        trajectory.append(
+            {"action": action, "observation": output, "response": thought, "thought": thought}
+        )
+    history.append(
+        {
+            "role": "assistant",
+            "content": "The fix is in; submitting.",
+            "thought": "The fix is in; submitting.",
+            "action": "submit",
+            "agent": "main",
+            "tool_calls": [
+                {
+                    "function": {"arguments": "{}", "name": "submit"},
+                    "id": "call_submit",
+                    "type": "function",
+                }
+            ],
+            "message_type": "action",
+        }
+    )
+    history.append(
+        {
+            "role": "tool",
+            "content": "diff --git a/src/area.py b/src/area.py",
+            "agent": "main",
+            "message_type": "observation",
+            "tool_call_ids": ["call_submit"],
+        }
+    )
+    doc = {
+        "trajectory": trajectory,
+        "history": history,
+        "info": {
+            "submission": "diff --git a/src/area.py b/src/area.py",
+            "exit_status": "submitted",
+            "model_stats": {
+                "instance_cost": 0.4,
+                "tokens_sent": 40_000,
+                "tokens_received": 900,
+                "api_calls": steps + 1,
+            },
+        },
+        "environment": "swe_main",
+    }
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+_MINI_SYSTEM = (
+    "You are a helpful assistant that can interact with a computer.\n\n"
+    "Your response must contain exactly ONE bash code block with ONE command.\n"
+    "<format_example>\nTHOUGHT: why\n\n```mswea_bash_command\nyour_command_here\n```\n"
+    "</format_example>"
+)
+
+
+def _mini_messages(steps: int) -> list[dict[str, Any]]:
+    """mini-swe-agent's chat: system, the task, then replies with one fenced command
+    each, answered by a user message with its return code and output."""
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": _MINI_SYSTEM},
+        {"role": "user", "content": "Please solve this issue: area() adds.\n\n" + "Rules. " * 80},
+    ]
+    for k in range(steps):
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: step {k}, read the next file.\n\n"
+                f"```mswea_bash_command\ncat src/m{k}.py\n```",
+            }
+        )
+        out.append(
+            {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{RESULT}</output>"}
+        )
+    out.append(
+        {
+            "role": "assistant",
+            "content": "THOUGHT: done.\n\n```mswea_bash_command\n"
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",
+        }
+    )
+    out.append({"role": "user", "content": ""})
+    return out
+
+
+def mini_messages(path: Path, *, steps: int = 6) -> Path:
+    """mini-swe-agent's messages alone, a JSON list (as its test data keeps them)."""
+    path.write_text(json.dumps(_mini_messages(steps), indent=2))
+    return path
+
+
+def mini_trajectory(path: Path, *, steps: int = 6) -> Path:
+    """mini-swe-agent's saved run (`trajectory_format: mini-swe-agent-1`): the same
+    messages, each reply with `extra.response.usage` (litellm: `prompt_tokens` counts
+    the cached ones), and `info.model_stats.api_calls`."""
+    messages = _mini_messages(steps)
+    context = sum(len(m["content"]) for m in messages[:2])
+    t = T0
+    for k, m in enumerate(messages[2:]):
+        if m["role"] == "assistant":
+            seen = int(PREFIX / 10 + context / CHARS_PER_TOKEN)
+            m["extra"] = {
+                "response": {
+                    "id": f"chatcmpl-{k:03d}",
+                    "created": int(t),
+                    "usage": {
+                        "prompt_tokens": seen,
+                        "completion_tokens": 40,
+                        "prompt_tokens_details": {"cached_tokens": max(0, seen - 600) if k else 0},
+                    },
+                }
+            }
+            t += 20
+        context += len(m["content"])
+    doc = {
+        "info": {
+            "exit_status": "Submitted",
+            "submission": "",
+            "model_stats": {"instance_cost": 0.05, "api_calls": steps + 1},
+            "mini_version": "1.9.0",
+        },
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+    }
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def gemini_jsonl(path: Path, *, replies: int = 6) -> Path:
+    """A Gemini CLI 0.40 session as JSON Lines: the session's fields first, then one
+    message a line (`user` with text parts; `gemini` with `toolCalls` carrying their
+    results and `tokens`), and `$set` lines updating `lastUpdated`."""
+    t = T0
+    lines: list[dict[str, Any]] = [
+        {
+            "sessionId": "gemini-0040-session",
+            "projectHash": "cd" * 32,
+            "startTime": _iso(t),
+            "lastUpdated": _iso(t),
+            "kind": "main",
+        },
+        {
+            "id": "u-1",
+            "timestamp": _iso(t + 1),
+            "type": "user",
+            "content": [{"text": "List the files and read the first."}],
+        },
+    ]
+    context = 30
+    for k in range(replies):
+        t += 10
+        lines.append({"$set": {"lastUpdated": _iso(t)}})
+        seen = 11_000 + int(context / CHARS_PER_TOKEN)
+        reply: dict[str, Any] = {
+            "id": f"g-{k}",
+            "timestamp": _iso(t),
+            "type": "gemini",
+            "content": "" if k < replies - 1 else "Done: the files are listed and read.",
+            "thoughts": [],
+            "tokens": {
+                "input": seen,
+                "output": 80,
+                "cached": max(0, seen - 500) if k else 0,
+                "thoughts": 0,
+                "tool": 0,
+                "total": seen + 80,
+            },
+            "model": "gemini-3-flash-preview",
+        }
+        if k < replies - 1:
+            cid = f"run_shell_command_{k}"
+            output = f"Output: m{k}.py\n" + RESULT
+            reply["toolCalls"] = [
+                {
+                    "id": cid,
+                    "name": "run_shell_command",
+                    "args": {"command": f"cat m{k}.py", "description": "Read a file."},
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": cid,
+                                "name": "run_shell_command",
+                                "response": {"output": output},
+                            }
+                        }
+                    ],
+                    "status": "success",
+                    "timestamp": _iso(t + 1),
+                    "resultDisplay": output,
+                    "displayName": "Shell",
+                    "renderOutputAsMarkdown": False,
+                }
+            ]
+            context += len(output) + 40
+        lines.append(reply)
+    path.write_text("".join(json.dumps(o, separators=(",", ":")) + "\n" for o in lines))
+    return path
+
+
+def claude_loglines(path: Path, *, replies: int = 10) -> Path:
+    """Claude Code's lines as claude-code-transcripts exports them: `{"loglines": [...]}`,
+    each `{"type", "timestamp", "message"}` without uuids; thinking, calls and their
+    results, the person's text between, and a compaction summary (`isCompactSummary`)
+    before the last request."""
+    t = T0
+    out: list[dict[str, Any]] = []
+
+    def line(kind: str, content: Any, **fields: Any) -> None:
+        nonlocal t
+        t += 3
+        message = {"role": kind, "content": content}
+        out.append({"type": kind, "timestamp": _iso(t), "message": message, **fields})
+
+    line("user", "Create a function that adds two numbers, with tests.")
+    for k in range(replies):
+        if k == replies // 2:
+            line(
+                "user",
+                "This is a session continuation summary: add() exists.",
+                isCompactSummary=True,
+            )
+            line("user", "Now add a multiply function too.")
+        blocks: list[dict[str, Any]] = []
+        if k == 0:
+            blocks.append(
+                {"type": "thinking", "thinking": "Write it, then test it.", "signature": "s"}
+            )
+        blocks.append({"type": "text", "text": f"Step {k}: running the tests."})
+        cid = f"toolu_bash_{k:03d}"
+        blocks.append(
+            {"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": "pytest -q"}}
+        )
+        line("assistant", blocks)
+        result = {
+            "type": "tool_result",
+            "tool_use_id": cid,
+            "content": "2 passed",
+            "is_error": False,
+        }
+        line("user", [result])
+    line("assistant", [{"type": "text", "text": "Done: add and multiply, tested."}])
+    path.write_text(json.dumps({"loglines": out}, indent=2))
+    return path
+
+
 FIXTURES = {
     "claude-code-1.0.90.jsonl": lambda p: claude_code(p, "1.0.90", replies=40),
     "claude-code-1.0.90-compacted.jsonl": lambda p: claude_code(
@@ -628,6 +924,11 @@ FIXTURES = {
     "codex-0.118.0-compacted.jsonl": lambda p: codex(p, "0.118.0", calls=50, compact_at=30),
     "openhands-output.jsonl": lambda p: openhands_output(p),
     "gemini-cli.json": gemini,
+    "swe-agent-fc-repeated-ids.traj": lambda p: swe_agent_fc(p),
+    "mini-swe-agent-messages.traj.json": lambda p: mini_messages(p),
+    "mini-swe-agent-1.traj.json": lambda p: mini_trajectory(p),
+    "gemini-cli-0.40.jsonl": lambda p: gemini_jsonl(p),
+    "claude-code-transcripts-loglines.json": lambda p: claude_loglines(p),
 }
 
 

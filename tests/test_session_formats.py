@@ -50,7 +50,7 @@ def kept_share(out: dict) -> float:
 def test_every_format_version_reads_without_repair(path):
     out = replay(path)
     assert out["import"]["repaired"] == []
-    if out["import"]["requests_recorded"] is not None:
+    if out["import"]["requests_recorded"]:  # None, or 0 in a log without usage
         assert kept_share(out) >= 0.95
     names = {o["strategy"] for o in out["outcomes"]}
     assert {"recorded", "manual-only", "reference", "hybrid"} <= names

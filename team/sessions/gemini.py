@@ -5,6 +5,11 @@ message of type `user` is the person; type `gemini` is a reply, with its `though
 `toolCalls` (each carrying its own `result`, as `functionResponse` parts) and its
 `tokens` (`input` counts the `cached` tokens too; `thoughts` are output). `info`, `error`
 and `warning` messages are the CLI talking to the person, not the model.
+
+Newer versions (0.40) write JSON Lines instead: the session's fields on the first line,
+then one message a line as above, and `{"$set": {...}}` lines updating the session's
+fields (`lastUpdated`). A message written again under the same `id` (its tool calls
+finished) replaces the first copy.
 """
 
 from __future__ import annotations
@@ -31,11 +36,44 @@ def looks_like(doc: Any) -> bool:
     )
 
 
+def is_lines(lines: list[tuple[int, dict[str, Any]]]) -> bool:
+    """The JSON Lines form: a `gemini` reply among the first lines, and none of Claude
+    Code's links (whose lines carry a `sessionId` too)."""
+    head = [o for _, o in lines[:50]]
+    return any(o.get("type") == "gemini" for o in head) and not any("parentUuid" in o for o in head)
+
+
+def read_lines(
+    path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportReport
+) -> Session:
+    messages: dict[str, tuple[int, dict[str, Any]]] = {}  # by id, in first-written order
+    for n, o in lines:
+        if "$set" in o:
+            report.dropped["session field updates ($set lines)"] += 1
+        elif "type" in o:
+            key = str(o.get("id") or f"line-{n}")
+            if key in messages:
+                report.normalised["messages written again (the last copy kept)"] += 1
+            messages[key] = (n, o)
+        elif "sessionId" in o or "projectHash" in o:
+            continue  # the session's own fields
+        else:
+            report.dropped["lines of no known kind"] += 1
+    return _read(path, list(messages.values()), report)
+
+
 def read(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
-    agent = AgentLog("main")
-    for i, m in enumerate(doc["messages"], 1):
+    for i, m in enumerate(doc["messages"]):
         if not isinstance(m, dict):
-            raise LogError(path, None, f"messages[{i - 1}] is not an object")
+            raise LogError(path, None, f"messages[{i}] is not an object")
+    return _read(path, list(enumerate(doc["messages"], 1)), report)
+
+
+def _read(path: Path, messages: list[tuple[int, dict[str, Any]]], report: ImportReport) -> Session:
+    """`messages`: each with its line (JSON Lines) or its 1-based index (the document)."""
+    agent = AgentLog("main")
+    recorded = 0
+    for i, m in messages:
         when = epoch(m.get("timestamp"))
         kind = m.get("type")
         if kind == "user":
@@ -44,14 +82,14 @@ def read(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
             blocks: list[Block] = []
             thoughts = [
                 f"{t.get('subject', '')}: {t.get('description', '')}"
-                for t in m.get("thoughts") or []
+                for t in _list(m.get("thoughts"))
                 if isinstance(t, dict)
             ]
             if thoughts and (text := thinking_text("\n".join(thoughts), report.kept)):
                 blocks.append(TextBlock(text))
             blocks += _text(m.get("content"))
             results: list[Block] = []
-            for c in m.get("toolCalls") or []:
+            for c in _list(m.get("toolCalls")):
                 if not isinstance(c, dict):
                     continue
                 call_id = str(c.get("id", ""))
@@ -70,6 +108,7 @@ def read(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
                 )
             model = str(m.get("model") or "")
             agent.model = agent.model or model
+            recorded += isinstance(m.get("tokens"), dict)
             _append(agent, Turn("assistant", blocks, i, when, _usage(m.get("tokens"))))
             if results:
                 _append(agent, Turn("user", results, i, when))
@@ -78,7 +117,12 @@ def read(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
     name_results(agent.turns)
     report.kept["replies"] += len(agent.replies())
     report.kept["agents"] = 1
+    report.requests_recorded = recorded
     return Session(str(path), FORMAT, [agent], report)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _append(agent: AgentLog, turn: Turn) -> None:
@@ -98,8 +142,9 @@ def _text(content: Any) -> list[Block]:
 
 def _result(call: dict[str, Any]) -> str:
     out = []
-    for r in call.get("result") or []:
-        resp = (r.get("functionResponse") or {}).get("response") if isinstance(r, dict) else None
+    for r in _list(call.get("result")):
+        fr = r.get("functionResponse") if isinstance(r, dict) else None
+        resp = fr.get("response") if isinstance(fr, dict) else None
         if isinstance(resp, dict):
             value = resp.get("output", resp.get("error", resp))
             out.append(value if isinstance(value, str) else json.dumps(value))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from team.sessions import claude_code, codex, gemini, openhands, own, plain, trajectories
 from team.sessions.model import ImportReport, LogError, Session
@@ -67,6 +68,8 @@ def _file(path: Path, repair: bool, report: ImportReport) -> Session:
         doc = json_document(path, text)
         if openhands.is_events(doc):
             return openhands.read_events(path, doc, report)
+        if trajectories.is_chat(doc):  # mini-swe-agent's messages alone, OpenAI's form
+            return trajectories.read_mini(path, doc, report)
         if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
             return plain.read(path, {"messages": doc}, report)
         raise LogError(path, None, _unknown())
@@ -75,6 +78,11 @@ def _file(path: Path, repair: bool, report: ImportReport) -> Session:
 
 def _document(path: Path, text: str, report: ImportReport) -> Session:
     doc = json_document(path, text)
+    if isinstance(doc, dict) and isinstance(doc.get("loglines"), list):
+        lines = _loglines(doc["loglines"], report)
+        if lines and claude_code.looks_like(lines):
+            return claude_code.read(path, lines, report)
+        raise LogError(path, None, _unknown())
     if gemini.looks_like(doc):
         return gemini.read(path, doc, report)
     if openhands.is_output(doc):  # before SWE-agent: both keep a `history`
@@ -100,9 +108,32 @@ def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> S
         return claude_code.read(path, lines, report)
     if codex.looks_like(lines):
         return codex.read(path, lines, report)
+    if gemini.is_lines(lines):
+        return gemini.read_lines(path, lines, report)
     if openhands.is_output(lines[0][1]):
         return openhands.read_output(path, lines, report)
     raise LogError(path, lines[0][0], _unknown())
+
+
+def _loglines(entries: list[Any], report: ImportReport) -> list[tuple[int, dict]]:
+    """Claude Code's lines as simonw/claude-code-transcripts exports them
+    (`{"loglines": [...]}`), numbered as lines. The export may leave out the links
+    (`uuid`, `parentUuid`): then each line follows the one before it, and a compaction
+    summary (`isCompactSummary`) starts a root of its own, as in a 1.0.x log."""
+    lines = [(n, o) for n, o in enumerate(entries, 1) if isinstance(o, dict)]
+    if len(lines) < len(entries):
+        report.dropped["loglines that are not objects"] += len(entries) - len(lines)
+    if any(o.get("uuid") for _, o in lines):
+        return lines
+    linked, parent = [], None
+    for n, o in lines:
+        uid = f"logline-{n}"
+        root = o.get("isCompactSummary") or o.get("type") not in ("user", "assistant", "system")
+        linked.append((n, {**o, "uuid": uid, "parentUuid": None if root else parent}))
+        parent = uid if not root or o.get("isCompactSummary") else parent
+    if linked:
+        report.normalised["lines without links, linked in file order"] += len(linked)
+    return linked
 
 
 def _one_document(start: bytes) -> bool:

@@ -9,7 +9,10 @@ the report (`normalised`):
 - two turns of one role in a row are merged into one (results first in a user turn);
 - a tool result whose call is not in the reply just before is dropped;
 - a call without a result gets one saying no result was recorded;
-- replies before the first user turn are dropped.
+- replies before the first user turn are dropped;
+- a call id used before in the conversation gets a new one, and so does the result
+  that answers it (the API takes an id once; SWE-agent's replayed demonstrations
+  repeat them).
 A log that ends on a reply whose calls have no results yet (a session still running or
 cut off) is left alone: a replay stops there anyway.
 """
@@ -33,8 +36,11 @@ def check(session: Session, *, repair: bool = False) -> None:
     for agent in session.agents:
         _agent(session, agent, repair)
     session.agents = [a for a in session.agents if a.turns]
-    session.report.requests_kept = sum(
-        1 for a in session.agents for t in a.replies() if t.usage is not None
+    replies = [t for a in session.agents for t in a.replies()]
+    # a log that counts its calls but keeps no usage for each (SWE-agent's api_calls):
+    # every reply read is one of the requests it counts
+    session.report.requests_kept = sum(1 for t in replies if t.usage is not None) or (
+        len(replies) if session.report.requests_recorded else 0
     )
     if not any(a.replies() for a in session.agents):
         raise LogError(session.source, None, "no model replies in this log, nothing to replay")
@@ -65,6 +71,7 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
             _merge(turns[-1], t)
             continue
         turns.append(t)
+    _unique_ids(session, turns)
     for i, t in enumerate(turns):
         if t.role != "user":
             continue
@@ -95,6 +102,45 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
         replace(c, before=position[c.before] if c.before < len(position) else len(turns))
         for c in agent.compactions
     ]
+
+
+def _unique_ids(session: Session, turns: list[Turn]) -> None:
+    """Each call id once in the conversation: a repeated one gets a new id, and the
+    result after it that names the recorded id is given the new one, in call order."""
+    seen: set[str] = set()
+    for i, t in enumerate(turns):
+        if t.role != "assistant":
+            continue
+        now: dict[str, list[str]] = {}  # recorded id -> the ids its calls here have now
+        blocks = []
+        for b in t.blocks:
+            if isinstance(b, ToolUseBlock):
+                recorded = b.id
+                if b.id in seen:
+                    b = replace(b, id=_fresh(b.id, seen))
+                    session.report.normalised["repeated tool call ids made unique"] += 1
+                now.setdefault(recorded, []).append(b.id)
+                seen.add(b.id)
+            blocks.append(b)
+        if all(ids == [old] for old, ids in now.items()):
+            continue
+        t.blocks = blocks
+        answer = turns[i + 1] if i + 1 < len(turns) else None
+        if answer is None or answer.role != "user":
+            continue
+        out = []
+        for b in answer.blocks:
+            if isinstance(b, ToolResultBlock) and now.get(b.tool_use_id):
+                b = replace(b, tool_use_id=now[b.tool_use_id].pop(0))
+            out.append(b)
+        answer.blocks = out
+
+
+def _fresh(old: str, seen: set[str]) -> str:
+    k = 2
+    while f"{old or 'call'}-{k}" in seen:
+        k += 1
+    return f"{old or 'call'}-{k}"
 
 
 def _merge(into: Turn, other: Turn) -> None:

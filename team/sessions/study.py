@@ -17,11 +17,11 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from team.core.conversation import ToolResultBlock
+from team.core.conversation import InvalidConversation, ToolResultBlock
 from team.core.errors import UserError
 from team.llm.base import Model
 from team.sessions.calibration import (
@@ -153,9 +153,10 @@ def replay_log(
 
     Raises:
         LogError: the log cannot be read (one line: file, line, problem).
-        UserError: the replay cannot proceed.
+        UserError: the replay cannot proceed (`ReplayError`: a request the API would
+            reject, which the import should have made valid).
     """
-    from team.study.replay import load_recording, replay_strategy
+    from team.study.replay import ReplayError, load_recording, replay_strategy
 
     session = read_session(path, repair=repair)
     tmp: Path | None = None
@@ -189,15 +190,23 @@ def replay_log(
                 summaries=summaries if as_recorded else None,
             )
             with run_folder(keep, strat.name) as root:
-                out = replay_strategy(
-                    recording,
-                    strat.name,
-                    _with_ttl(strat.compaction(threshold), cal),
-                    root,
-                    model=model,
-                    compact_at=compact_at if as_recorded else None,
-                    clear_at=_recorded_clears(session) if as_recorded else None,
-                )
+                try:
+                    out = replay_strategy(
+                        recording,
+                        strat.name,
+                        _with_ttl(strat.compaction(threshold), cal),
+                        root,
+                        model=model,
+                        compact_at=compact_at if as_recorded else None,
+                        clear_at=_recorded_clears(session) if as_recorded else None,
+                    )
+                except InvalidConversation as e:
+                    # the agent loop's check of its own request: what the import did not
+                    # make valid is one line naming the log, not a traceback
+                    raise ReplayError(
+                        f"{path}: cannot be replayed under {strat.name}: the conversation "
+                        f"read from it is one the API would reject ({e})"
+                    ) from None
                 out.workspace = str(root) if keep else None
                 rows = load(Workspace.at(root).events_db).model_calls
                 totals[strat.name] = sum(map(_input_total, rows))
@@ -215,7 +224,7 @@ def replay_log(
     )
     exp = Experiment(line, threshold, outcomes)
     judged = held_out(session.agents, cal)
-    return LogExperiment(exp, recorded(session), cal, totals, session, strategies, judged, logged)
+    return LogExperiment(exp, _recorded(session), cal, totals, session, strategies, judged, logged)
 
 
 def _input_total(row: dict[str, Any]) -> int:
@@ -257,6 +266,15 @@ def _recorded_clears(session: Session) -> dict[str, dict[int, tuple[str, ...]]]:
         if steps:
             out[a.name] = steps
     return out
+
+
+def _recorded(session: Session) -> Recorded | None:
+    """The log's own figures; calls counted by the log when it has no usage per call
+    (SWE-agent's `api_calls` beside its run totals)."""
+    r = recorded(session)
+    if r is not None and not r.calls and session.report.requests_recorded:
+        r = replace(r, calls=session.report.requests_recorded)
+    return r
 
 
 def _recorded_compactions(
@@ -344,16 +362,17 @@ def render(result: LogExperiment) -> str:
     r = result.recorded
     as_recorded = result.input_totals.get(RECORDED)
     if r is not None:
+        peak = f"{r.peak_context:,}" if r.peak_context else "not recorded (run totals only)"
         out.append(
             f"{LOG}: {r.calls} calls, input tokens total {r.input_tokens_total:,}, "
-            f"billed input {r.billed_input:,.0f}, peak context {r.peak_context:,}"
+            f"billed input {r.billed_input:,.0f}, peak context {peak}"
         )
     else:
         out.append(f"{LOG}: this log has no usage")
     for name, total in result.input_totals.items():
         against = []
         # over the calls the log billed (every call when it only has a total)
-        basis = result.logged_totals.get(name, total) if r is not None and r.calls else total
+        basis = result.logged_totals.get(name) or total
         if r is not None and r.input_tokens_total and basis:
             against.append(f"{basis / r.input_tokens_total:.2f} x {LOG}")
         if name != RECORDED and as_recorded:

@@ -2,13 +2,17 @@
 
 Both keep the chat they sent the model, in OpenAI's format: SWE-agent under `history`
 (with `trajectory` steps of thought / action / observation as well), mini-swe-agent under
-`messages`. Agents with function calling record `tool_calls` and `tool` messages; the
-others put one shell command in each reply and the next user message is its output, so
-that command becomes a `bash` call here and the output its result (a micro compaction
-can then clear it, as it would for an agent with tools).
+`messages` (or the file is that list alone, as mini-swe-agent's own test data is).
+Agents with function calling record `tool_calls` and `tool` messages; the others put one
+shell command in each reply (a fenced block: ```bash, or ```mswea_bash_command in newer
+mini-swe-agent) and the next user message is its output, so that command becomes a
+`bash` call here and the output its result (a micro compaction can then clear it, as it
+would for an agent with tools).
 
-Usage: mini-swe-agent keeps each call's `usage` in `extra.response`; SWE-agent only the
-run's `tokens_sent` / `tokens_received` in `info.model_stats`.
+Usage: mini-swe-agent keeps each call's `usage` in `extra.response` (an OpenAI-style
+message may carry its own `usage`); SWE-agent only the run's `tokens_sent` /
+`tokens_received` in `info.model_stats`. Both count the run's model calls there
+(`api_calls`): the requests the log records, of which each reply read is one.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from team.sessions.model import AgentLog, ImportReport, Session, Turn
 from team.sessions.source import as_int, epoch
 
 # mini-swe-agent's contract with its model: exactly one ```bash block per reply.
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)?[ \t]*\n(.*?)\n?```", re.S)
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.S)
 
 
 def is_swe_agent(doc: Any) -> bool:
@@ -41,6 +45,17 @@ def is_mini(doc: Any) -> bool:
     )
 
 
+def is_chat(doc: Any) -> bool:
+    """A bare list of OpenAI-style chat messages: a `system` or `tool` role, or
+    `tool_calls`, which the Messages API's own form does not have."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(m, dict) and "role" in m for m in doc)
+        and any(m["role"] in ("system", "tool") or "tool_calls" in m for m in doc)
+    )
+
+
 def read_swe_agent(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
     history = doc.get("history")
     if not isinstance(history, list) or not history:
@@ -54,13 +69,27 @@ def read_swe_agent(path: Path, doc: dict[str, Any], report: ImportReport) -> Ses
             output_tokens=as_int(stats.get("tokens_received")),
         )
     report.kept["agents"] = 1
+    report.requests_recorded = _api_calls(doc, agent)
     return Session(str(path), "swe-agent", [agent], report, totals)
 
 
-def read_mini(path: Path, doc: dict[str, Any], report: ImportReport) -> Session:
-    agent = _chat("main", doc["messages"], report)
+def read_mini(path: Path, doc: dict[str, Any] | list[Any], report: ImportReport) -> Session:
+    """`doc`: the trajectory (`{"info", "messages", "trajectory_format"}`) or its
+    messages alone."""
+    messages = doc if isinstance(doc, list) else doc["messages"]
+    agent = _chat("main", messages, report)
     report.kept["agents"] = 1
+    report.requests_recorded = _api_calls(doc, agent)
     return Session(str(path), "mini-swe-agent", [agent], report)
+
+
+def _api_calls(doc: Any, agent: AgentLog) -> int | None:
+    """The model calls the log says it made: `info.model_stats.api_calls`, else its
+    replies with usage; None when it says neither."""
+    info = doc.get("info") if isinstance(doc, dict) else None
+    stats = (info.get("model_stats") if isinstance(info, dict) else None) or {}
+    calls = as_int(stats.get("api_calls")) if isinstance(stats, dict) else 0
+    return calls or sum(1 for t in agent.replies() if t.usage is not None) or None
 
 
 def _steps_as_chat(steps: list[Any]) -> list[dict[str, Any]]:
@@ -87,7 +116,8 @@ def _chat(name: str, messages: list[Any], report: ImportReport) -> AgentLog:
             continue
         role, text = m.get("role"), _content(m.get("content"))
         extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
-        when = epoch(extra.get("timestamp")) or epoch((extra.get("response") or {}).get("created"))
+        response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+        when = epoch(extra.get("timestamp")) or epoch(response.get("created"))
         if role == "system":
             agent.system += text
             continue
@@ -98,9 +128,10 @@ def _chat(name: str, messages: list[Any], report: ImportReport) -> AgentLog:
                 blocks.append(TextBlock(t))
             if text:
                 blocks.append(TextBlock(text))
-            calls = m.get("tool_calls") or []
+            calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+            calls = [c for c in calls if isinstance(c, dict)]
             for c in calls:
-                fn = c.get("function") or {} if isinstance(c, dict) else {}
+                fn = c.get("function") if isinstance(c.get("function"), dict) else {}
                 blocks.append(
                     ToolUseBlock(
                         str(c.get("id", "")),
@@ -116,10 +147,11 @@ def _chat(name: str, messages: list[Any], report: ImportReport) -> AgentLog:
                 if command and command.strip():
                     pending = f"call_{i}"
                     blocks.append(ToolUseBlock(pending, "bash", {"command": command}))
-            agent.turns.append(Turn("assistant", blocks, i, when, _usage(extra)))
+            agent.turns.append(Turn("assistant", blocks, i, when, _usage(m, response)))
             continue
         if role == "tool":
-            ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
+            ids = m.get("tool_call_ids")
+            ids = ids if isinstance(ids, list) and ids else [m.get("tool_call_id")]
             blocks = [ToolResultBlock(str(ids[0] or ""), text)]
         elif pending is not None:
             blocks = [ToolResultBlock(pending, text)]
@@ -151,11 +183,13 @@ def _content(content: Any) -> str:
     return ""
 
 
-def _usage(extra: dict[str, Any]) -> Usage | None:
-    u = (extra.get("response") or {}).get("usage") if isinstance(extra, dict) else None
+def _usage(message: dict[str, Any], response: dict[str, Any]) -> Usage | None:
+    u = response.get("usage")
+    u = u if isinstance(u, dict) else message.get("usage")
     if not isinstance(u, dict):
         return None
-    details = u.get("prompt_tokens_details") or {}
+    details = u.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
     read = as_int(u.get("cache_read_input_tokens")) or as_int(details.get("cached_tokens"))
     write = as_int(u.get("cache_creation_input_tokens"))
     prompt = as_int(u.get("prompt_tokens"))
