@@ -97,7 +97,7 @@ def read(path: Path, lines: list[Line], report: ImportReport) -> Session:
             agents.append(_conversation(_sub_name(agent_id, i), sub_lines, report, sub))
     agents = [a for a in agents if a.turns]
     report.kept["agents"] = len(agents)
-    report.requests_recorded = len(requests)
+    report.requests_recorded = len(requests) or None  # None: the log bills no reply
     return Session(str(path), FORMAT, agents, report)
 
 
