@@ -116,8 +116,10 @@ def read_agent(
     name: str, events: list[Any], doc: dict[str, Any], report: ImportReport
 ) -> tuple[AgentLog, int | None]:
     """One agent from its events, and the calls with usage the log records (None if
-    it records no usage at all)."""
+    it records no usage at all); a condenser's call is its compaction, not a request
+    the conversation could keep."""
     calls = usages(doc)
+    condensed: set[str] = set()  # the condenser's calls: compactions here, not replies
     agent = AgentLog(name)
     replies: dict[str, Turn] = {}  # response id -> its reply, for parallel calls
     for i, e in enumerate(events, 1):
@@ -126,14 +128,15 @@ def read_agent(
             continue
         kind = e.get("kind")
         try:
-            _event(agent, e, i, replies, calls, report)
+            _event(agent, e, i, replies, calls, condensed, report)
         except (Malformed, TypeError, ValueError, AttributeError, KeyError):
             report.dropped[f"malformed {kind} events (skipped)"] += 1
     _task(agent, doc, report)
     name_results(agent.turns)
     agent.model = _model(doc)
     report.kept["replies"] += len(agent.replies())
-    return agent, (len(calls) if calls else None)
+    recorded = [rid for rid in calls if rid not in condensed]
+    return agent, (len(recorded) if calls else None)
 
 
 def _event(
@@ -142,6 +145,7 @@ def _event(
     i: int,
     replies: dict[str, Turn],
     calls: dict[str, Usage],
+    condensed: set[str],
     report: ImportReport,
 ) -> None:
     kind = e.get("kind")
@@ -158,6 +162,7 @@ def _event(
         tools = e.get("tools")
         agent.tools_chars += len(json.dumps(tools)) if isinstance(tools, list) else 0
     elif kind in ("Condensation", "CondensationSummaryEvent"):
+        condensed.add(str(e.get("llm_response_id") or ""))
         summary = e.get("summary")
         summary = summary if isinstance(summary, str) else ""
         last = agent.compactions[-1] if agent.compactions else None
