@@ -14,6 +14,11 @@ Evaluation output (`output.jsonl`) is one instance per line: `instance_id`, the
 by `response_id`. Each instance is its own session; here each is one agent of the
 imported session, named by its instance, and the report counts them.
 
+Older events (the resolver's output) have neither `source` nor tool calls: the model
+wrote its action as text and read the observation as the next message. Their side is
+inferred (`_side`), each action is read as a call and the observation after it as its
+result. OpenHands V1 events (`kind`) are read by `team.sessions.openhands_v1`.
+
 litellm's `prompt_tokens` counts the cached tokens too; they are taken out of the
 input here, as the Messages API reports them.
 """
