@@ -911,6 +911,287 @@ def claude_loglines(path: Path, *, replies: int = 10) -> Path:
     return path
 
 
+class OpenHandsV1:
+    """OpenHands V1 events (software-agent-sdk) of one conversation, with each call's
+    `token_usages` made as the API counts: the system prompt (the fixed prefix) and
+    the conversation since the last `Condensation`, whose summary starts it anew."""
+
+    def __init__(self, t: float, *, results_as_parts: bool = False) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.usages: list[dict[str, Any]] = []
+        self.t = t
+        self.n = 0
+        self.context = 0
+        self.parts = results_as_parts  # newer SDKs: `content` parts, not `output`
+
+    def event(self, kind: str, source: str, **fields: Any) -> dict[str, Any]:
+        self.n += 1
+        self.t += 3
+        e = {"kind": kind, "id": f"{self.n:08x}-0000-4000-8000-{self.n:012x}"}
+        e |= {"timestamp": _iso(self.t).rstrip("Z"), "source": source, **fields}
+        self.events.append(e)
+        return e
+
+    def system(self, text: str) -> None:
+        tools = [{"name": "execute_bash", "description": "Run a bash command."}]
+        self.event("SystemPromptEvent", "agent", system_prompt=_part(text), tools=tools)
+
+    def user(self, text: str) -> None:
+        msg = {"role": "user", "content": [_part(text)], "tool_calls": None}
+        self.event("MessageEvent", "user", llm_message=msg, activated_skills=[])
+        self.context += len(text)
+
+    def usage(self, rid: str, *, first: bool = False) -> None:
+        seen = int(PREFIX + self.context / CHARS_PER_TOKEN)
+        cached = 0 if first else max(0, seen - 700)
+        self.usages.append(
+            {
+                "model": "litellm_proxy/anthropic/claude-sonnet-4-5",
+                "prompt_tokens": seen,
+                "completion_tokens": 80,
+                "cache_read_tokens": cached,
+                "cache_write_tokens": seen - cached,
+                "reasoning_tokens": 0,
+                "context_window": 200_000,
+                "per_turn_token": seen + 80,
+                "response_id": rid,
+            }
+        )
+
+    def reply(self, rid: str, thought: str, commands: list[str]) -> None:
+        """One model reply: its calls (parallel ones share `llm_response_id`, the
+        thought is on the first), then one observation per call."""
+        self.usage(rid, first=not self.usages)
+        self.context += len(thought)
+        actions = []
+        for k, cmd in enumerate(commands):
+            cid = f"toolu_{rid[-6:]}{k}"
+            args = {"command": cmd}
+            action = {"kind": "ExecuteBashAction", "command": cmd, "is_input": False}
+            call = {"id": cid, "name": "execute_bash", "arguments": json.dumps(args)}
+            actions.append(
+                self.event(
+                    "ActionEvent",
+                    "agent",
+                    thought=[_part(thought)] if k == 0 else [],
+                    reasoning_content=None,
+                    thinking_blocks=[],
+                    action=action,
+                    tool_name="execute_bash",
+                    tool_call_id=cid,
+                    tool_call={**call, "origin": "completion"},
+                    llm_response_id=rid,
+                    security_risk="LOW",
+                )
+            )
+            self.context += len("execute_bash") + len(json.dumps(args))
+        for a in actions:
+            self.result(a, RESULT)
+
+    def result(self, action: dict[str, Any], text: str) -> None:
+        obs: dict[str, Any] = {"kind": "ExecuteBashObservation"}
+        if self.parts:
+            obs |= {"content": [_part(text)], "is_error": False}
+        else:
+            obs |= {"output": text, "error": False, "timeout": False}
+        obs |= {"command": action["action"]["command"], "exit_code": 0}
+        self.event(
+            "ObservationEvent",
+            "environment",
+            tool_name=action["tool_name"],
+            tool_call_id=action["tool_call_id"],
+            observation=obs,
+            action_id=action["id"],
+        )
+        self.context += len(text)
+
+    def finish(self, rid: str, message: str) -> None:
+        self.usage(rid)
+        args = {"message": message}
+        cid = f"toolu_{rid[-6:]}f"
+        action = self.event(
+            "ActionEvent",
+            "agent",
+            thought=[],
+            action={"kind": "FinishAction", "message": message},
+            tool_name="finish",
+            tool_call_id=cid,
+            tool_call={"id": cid, "name": "finish", "arguments": json.dumps(args)},
+            llm_response_id=rid,
+        )
+        self.event(
+            "ObservationEvent",
+            "environment",
+            tool_name="finish",
+            tool_call_id=cid,
+            observation={"kind": "FinishObservation", "message": message},
+            action_id=action["id"],
+        )
+
+    def condense(self, rid: str, summary: str) -> None:
+        forgotten = [e["id"] for e in self.events if e["kind"] != "SystemPromptEvent"]
+        self.event(
+            "Condensation",
+            "environment",
+            forgotten_event_ids=forgotten[1:-4],
+            summary=summary,
+            summary_offset=1,
+            llm_response_id=rid,
+        )
+        self.context = len(summary)
+
+    def metrics(self, extra: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        usages = self.usages + list(extra)
+        acc = {k: sum(u[k] for u in usages) for k in ("prompt_tokens", "completion_tokens")}
+        return {
+            "accumulated_cost": 0.01 * len(usages),
+            "max_budget_per_task": None,
+            "accumulated_token_usage": {"model": "default", **acc, "response_id": ""},
+            "costs": [],
+            "response_latencies": [],
+            "token_usages": usages,
+        }
+
+
+def _part(text: str) -> dict[str, Any]:
+    return {"cache_prompt": False, "type": "text", "text": text}
+
+
+def openhands_v1_output(path: Path, *, instances: int = 2, steps: int = 12) -> Path:
+    """OpenHands/benchmarks V1 output: one instance a line, `instruction`, `history` of
+    V1 events and `metrics` (a `Metrics.get()`). Every fourth reply makes two parallel
+    calls; the second instance has no user message: its task is the `instruction`."""
+    lines = []
+    for i in range(instances):
+        task = f"# Task\n\nFix issue {i} in /workspace/repo{i}: area() adds, it should multiply."
+        oh = OpenHandsV1(T0 + i * 3600)
+        oh.system("You are OpenHands agent, a helpful AI assistant. " * 60)
+        if i == 0:
+            oh.user(task)
+        else:
+            oh.context += len(task)  # the reader puts the instruction first
+        for k in range(steps - 1):
+            cmds = [f"cat /workspace/repo{i}/m{k}.py"]
+            if k % 4 == 3:
+                cmds.append(f"cat /workspace/repo{i}/test_m{k}.py")
+            oh.reply(f"chatcmpl-{i}{k:05d}", f"Let me look at m{k}.py.", cmds)
+        oh.finish(f"chatcmpl-{i}{steps - 1:05d}", f"Fixed area() in repo{i}.")
+        lines.append(
+            {
+                "instance_id": f"acme__repo-{200 + i}",
+                "test_result": {"checkpoints": [], "final_score": {"total": 1, "result": 1}},
+                "instruction": task,
+                "metadata": {"llm": {"model": "litellm_proxy/anthropic/claude-sonnet-4-5"}},
+                "history": oh.events,
+                "metrics": oh.metrics(),
+                "error": None,
+                "instance": {"instance_id": f"acme__repo-{200 + i}"},
+            }
+        )
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    return path
+
+
+def openhands_v1_state(path: Path, *, steps: int = 24, condense_at: int = 12) -> Path:
+    """A saved V1 conversation: `history` and `stats.usage_to_metrics` (the agent's LLM
+    and the condenser's), results as `content` parts, a `Condensation` whose summary
+    starts the context anew, an error and a rejected call answered, and events that are
+    not the conversation (a state update, a kind this version does not know)."""
+    oh = OpenHandsV1(T0, results_as_parts=True)
+    oh.system("You are OpenHands agent, a helpful AI assistant. " * 60)
+    oh.user("Fix area() in /workspace/repo: it adds, it should multiply.")
+    oh.event("ConversationStateUpdateEvent", "environment", key="execution_status", value="running")
+    condenser = []
+    for k in range(steps):
+        if k == condense_at:
+            rid = f"chatcmpl-c{k:05d}"
+            condenser.append({**oh.usages[-1], "response_id": rid, "completion_tokens": 400})
+            oh.condense(rid, "Summary: read m0..m11, area() is in m3.py and adds. " * 8)
+        oh.reply(f"chatcmpl-a{k:05d}", f"Let me look at m{k}.py.", [f"cat /workspace/m{k}.py"])
+    # an error and a rejected call are answers to their calls too
+    oh.usage("chatcmpl-e00000")
+    for kind, extra in (
+        ("AgentErrorEvent", {"error": "Tool 'edit' not found."}),
+        ("UserRejectObservation", {"rejection_reason": "not now", "action_id": "x"}),
+    ):
+        cid = f"toolu_{kind[:4].lower()}"
+        args = {"path": "/workspace/m3.py"}
+        oh.event(
+            "ActionEvent",
+            "agent",
+            thought=[_part("Now the fix.")] if kind == "AgentErrorEvent" else [],
+            action=None,
+            tool_name="edit",
+            tool_call_id=cid,
+            tool_call={"id": cid, "name": "edit", "arguments": json.dumps(args)},
+            llm_response_id="chatcmpl-e00000",
+        )
+        oh.event(kind, "agent", tool_name="edit", tool_call_id=cid, **extra)
+    oh.event("HologramEvent", "environment", detail="a kind from a newer SDK")
+    state = {
+        "instance_id": "acme-state",
+        "history": oh.events,
+        "num_events": len(oh.events),
+        "stats": {
+            "usage_to_metrics": {
+                "agent": oh.metrics(),
+                "condenser": {**oh.metrics(), "token_usages": condenser},
+            }
+        },
+    }
+    path.write_text(json.dumps(state, indent=1))
+    return path
+
+
+def openhands_resolver(path: Path, *, steps: int = 6) -> Path:
+    """OpenHands resolver output of before events had a `source` or tool calls: flat
+    actions (`run`, `run_ipython`, `finish`: the model's text turned into an action)
+    and observations, the issue as the first `message`; `metrics` has only costs."""
+    lines = []
+    for i in range(2):
+        task = f"Please fix the following issue for the repository in /workspace.\n# Issue {i}"
+        history: list[dict[str, Any]] = [
+            {
+                "content": task,
+                "images_urls": None,
+                "wait_for_response": False,
+                "action": "message",
+                "action_risk": None,
+            }
+        ]
+        for k in range(steps):
+            if k % 2:
+                code = f"print(open('/workspace/m{k}.py').read())"
+                act = {"code": code, "thought": f"Now m{k}.py.", "action": "run_ipython"}
+                act |= {"is_confirmed": "confirmed", "kernel_init_code": "", "action_risk": None}
+                obs = {"code": code, "content": RESULT, "observation": "run_ipython"}
+            else:
+                cmd = f"cat /workspace/m{k}.py"
+                act = {"command": cmd, "thought": f"Let me read m{k}.py.", "keep_prompt": True}
+                act |= {"action": "run", "is_confirmed": "confirmed", "action_risk": None}
+                obs = {"content": RESULT, "command_id": -1, "command": cmd, "exit_code": 0}
+                obs |= {"observation": "run"}
+            history += [act, obs]
+        history.append({"outputs": {}, "thought": "Done.", "action": "finish"})
+        lines.append(
+            {
+                "issue": {"owner": "acme", "repo": "repo", "number": i + 1, "title": "area"},
+                "issue_type": "issue",
+                "instruction": task,
+                "base_commit": "0" * 40,
+                "git_patch": "diff --git ...",
+                "history": history,
+                "metrics": {"accumulated_cost": 0.05, "costs": [0.01] * (steps + 1)},
+                "success": True,
+                "comment_success": None,
+                "result_explanation": "Fixed.",
+                "error": None,
+            }
+        )
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    return path
+
+
 FIXTURES = {
     "claude-code-1.0.90.jsonl": lambda p: claude_code(p, "1.0.90", replies=40),
     "claude-code-1.0.90-compacted.jsonl": lambda p: claude_code(
@@ -923,6 +1204,9 @@ FIXTURES = {
     "codex-0.77.0.jsonl": lambda p: codex(p, "0.77.0", calls=30),
     "codex-0.118.0-compacted.jsonl": lambda p: codex(p, "0.118.0", calls=50, compact_at=30),
     "openhands-output.jsonl": lambda p: openhands_output(p),
+    "openhands-v1-output.jsonl": lambda p: openhands_v1_output(p),
+    "openhands-v1-state.json": lambda p: openhands_v1_state(p),
+    "openhands-resolver.jsonl": lambda p: openhands_resolver(p),
     "gemini-cli.json": gemini,
     "swe-agent-fc-repeated-ids.traj": lambda p: swe_agent_fc(p),
     "mini-swe-agent-messages.traj.json": lambda p: mini_messages(p),

@@ -14,6 +14,11 @@ Evaluation output (`output.jsonl`) is one instance per line: `instance_id`, the
 by `response_id`. Each instance is its own session; here each is one agent of the
 imported session, named by its instance, and the report counts them.
 
+Older events (the resolver's output) have neither `source` nor tool calls: the model
+wrote its action as text and read the observation as the next message. Their side is
+inferred (`_side`), each action is read as a call and the observation after it as its
+result. OpenHands V1 events (`kind`) are read by `team.sessions.openhands_v1`.
+
 litellm's `prompt_tokens` counts the cached tokens too; they are taken out of the
 input here, as the Messages API reports them.
 """
@@ -67,7 +72,7 @@ def read_output(
             report.dropped["lines that are not an instance"] += 1
             continue
         history = _flat(doc["history"])
-        usages = _token_usages(doc.get("metrics"))
+        usages = token_usages(doc.get("metrics"))
         recorded += len(usages) or len(_response_ids(history))
         name = str(doc.get("instance_id") or f"instance-{n}")
         agent = _agent(name, history, usages, report)
@@ -76,7 +81,7 @@ def read_output(
         agents.append(agent)
     report.kept["sessions (instances)"] += len(agents)
     report.kept["agents"] = len(agents)
-    report.requests_recorded = recorded
+    report.requests_recorded = recorded or None  # None: it records no request at all
     return Session(str(path), FORMAT, agents, report)
 
 
@@ -88,7 +93,8 @@ def _flat(history: list[Any]) -> list[Any]:
     return out
 
 
-def _token_usages(metrics: Any) -> dict[str, Usage]:
+def token_usages(metrics: Any) -> dict[str, Usage]:
+    """Each call's usage in a `metrics` dict, by its `response_id`."""
     if not isinstance(metrics, dict):
         return {}
     out = {}
@@ -143,6 +149,7 @@ def _agent(
 ) -> AgentLog:
     agent = AgentLog(name)
     open_reply: str | None = None  # the model response id of the last assistant turn
+    opened: str | None = None  # a call read from an action of a log before `source`
     for i, e in enumerate(events, 1):
         if not isinstance(e, dict):
             report.dropped["events that are not objects"] += 1
@@ -154,12 +161,23 @@ def _agent(
             if kind == "system":
                 agent.system += _text(e)
                 continue
-            if e.get("source") != "agent" or kind == "recall":
+            side = e.get("source") if "source" in e else _side(e, agent)
+            if side != "agent" or kind == "recall":
                 text = _text(e) if kind != "recall" else ""
                 if text:
                     _user(agent, [TextBlock(text)], i, when)
                 else:
                     report.dropped[f"{kind} actions"] += 1
+                continue
+            if "source" not in e and not meta and kind != "message":
+                # before `source` and function calling, the model wrote its action as text
+                # and read the observation as the next message: read as a call and result
+                thought = e.get("thought") or _text({"args": e.get("args")})
+                blocks = [TextBlock(thought)] if isinstance(thought, str) and thought else []
+                opened = f"oh-{i}"
+                blocks.append(ToolUseBlock(opened, tool_name(str(kind), report.renamed), _args(e)))
+                agent.turns.append(Turn("assistant", blocks, i, when))
+                open_reply = None
                 continue
             resp = (
                 meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
@@ -193,6 +211,11 @@ def _agent(
                 content = e.get("content")
                 text = content if isinstance(content, str) else json.dumps(content)
                 _user(agent, [ToolResultBlock(str(meta["tool_call_id"]), text)], i, when)
+            elif "source" not in e and opened:
+                content = e.get("content")
+                text = content if isinstance(content, str) else json.dumps(content)
+                _user(agent, [ToolResultBlock(opened, text)], i, when)
+                opened = None
             elif kind == "recall" and _text(e):
                 _user(agent, [TextBlock(_text(e))], i, when)
             else:
@@ -217,6 +240,33 @@ def _agent(
     return agent
 
 
+def _side(e: dict[str, Any], agent: AgentLog) -> str:
+    """Who took an action, in OpenHands logs from before events had a `source`: the
+    agent, but for the message that opens the log, and a message that neither came
+    from the model (no `tool_call_metadata`, no `llm_metrics`) nor waits for an answer
+    (the agent's own messages do: it asks and waits)."""
+    if e.get("action") != "message" or e.get("tool_call_metadata") or e.get("llm_metrics"):
+        return "agent"
+    args = e.get("args") if isinstance(e.get("args"), dict) else e
+    return "agent" if agent.turns and args.get("wait_for_response") is True else "user"
+
+
+# what an action records besides what the model asked for
+_NOT_ARGS = frozenset(
+    {
+        "action", "thought", "action_risk", "security_risk", "is_confirmed",
+        "confirmation_state", "id", "timestamp", "source", "message", "cause", "timeout",
+        "hidden", "blocking", "keep_prompt", "kernel_init_code", "wait_for_response",
+        "images_urls", "image_urls", "llm_metrics", "tool_call_metadata", "args",
+    }
+)  # fmt: skip
+
+
+def _args(e: dict[str, Any]) -> dict[str, Any]:
+    fields = {**e, **(e["args"] if isinstance(e.get("args"), dict) else {})}
+    return {k: v for k, v in fields.items() if k not in _NOT_ARGS}
+
+
 def _user(agent: AgentLog, blocks: list[Block], line: int, when: float | None) -> None:
     last = agent.turns[-1] if agent.turns else None
     if last is not None and last.role == "user":
@@ -225,10 +275,17 @@ def _user(agent: AgentLog, blocks: list[Block], line: int, when: float | None) -
         agent.turns.append(Turn("user", blocks, line, when))
 
 
-def _said(resp: dict[str, Any]) -> str:
+def _message(resp: dict[str, Any]) -> dict[str, Any]:
+    """The model's message in a litellm response, or {} when it is not there."""
     choices = resp.get("choices")
-    msg = choices[0].get("message") if isinstance(choices, list) and choices else None
-    if isinstance(msg, dict) and isinstance(msg.get("content"), str):
+    first = choices[0] if isinstance(choices, list) and choices else None
+    msg = first.get("message") if isinstance(first, dict) else None
+    return msg if isinstance(msg, dict) else {}
+
+
+def _said(resp: dict[str, Any]) -> str:
+    msg = _message(resp)
+    if isinstance(msg.get("content"), str):
         return msg["content"] if msg["content"].strip() else ""
     return ""
 
@@ -239,11 +296,11 @@ def _call(
     call_id = str(meta["tool_call_id"])
     name = str(meta.get("function_name") or e.get("action") or "")
     args: dict[str, Any] | None = None
-    choices = resp.get("choices")
-    msg = choices[0].get("message") if isinstance(choices, list) and choices else None
-    for c in (msg or {}).get("tool_calls") or [] if isinstance(msg, dict) else []:
-        if isinstance(c, dict) and c.get("id") == call_id:
-            args = tool_arguments((c.get("function") or {}).get("arguments"))
+    calls = _message(resp).get("tool_calls")
+    for c in calls if isinstance(calls, list) else []:
+        fn = c.get("function") if isinstance(c, dict) and c.get("id") == call_id else None
+        if isinstance(fn, dict):
+            args = tool_arguments(fn.get("arguments"))
     if args is None:
         raw = e.get("args") if isinstance(e.get("args"), dict) else {}
         args = {k: v for k, v in raw.items() if k != "thought"}

@@ -6,7 +6,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from team.sessions import claude_code, codex, gemini, openhands, own, plain, trajectories
+from team.sessions import (
+    claude_code,
+    codex,
+    gemini,
+    openhands,
+    openhands_v1,
+    own,
+    plain,
+    trajectories,
+)
 from team.sessions.model import ImportReport, LogError, Session
 from team.sessions.repair import check
 from team.sessions.source import json_document, json_lines, read_text, stream_lines
@@ -66,6 +75,8 @@ def _file(path: Path, repair: bool, report: ImportReport) -> Session:
         if head == b"{":
             return _document(path, text, report)
         doc = json_document(path, text)
+        if openhands_v1.is_events(doc):  # before V0: its events have `action` too
+            return openhands_v1.read_events(path, doc, report)
         if openhands.is_events(doc):
             return openhands.read_events(path, doc, report)
         if trajectories.is_chat(doc):  # mini-swe-agent's messages alone, OpenAI's form
@@ -85,6 +96,8 @@ def _document(path: Path, text: str, report: ImportReport) -> Session:
         raise LogError(path, None, _unknown())
     if gemini.looks_like(doc):
         return gemini.read(path, doc, report)
+    if openhands_v1.history(doc) is not None:
+        return openhands_v1.read_output(path, [(1, doc)], report)
     if openhands.is_output(doc):  # before SWE-agent: both keep a `history`
         return openhands.read_output(path, [(1, doc)], report)
     if trajectories.is_swe_agent(doc):
@@ -110,6 +123,8 @@ def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> S
         return codex.read(path, lines, report)
     if gemini.is_lines(lines):
         return gemini.read_lines(path, lines, report)
+    if openhands_v1.history(lines[0][1]) is not None:
+        return openhands_v1.read_output(path, lines, report)
     if openhands.is_output(lines[0][1]):
         return openhands.read_output(path, lines, report)
     raise LogError(path, lines[0][0], _unknown())
