@@ -33,6 +33,7 @@ from typing import Any
 from team.core.conversation import TextBlock, ToolResultBlock, ToolUseBlock
 from team.llm.base import Usage
 from team.sessions.blocks import anthropic_blocks, name_results
+from team.sessions.claude_links import Line, Links, final_path, roots
 from team.sessions.model import (
     AgentLog,
     CompactionMark,
@@ -43,7 +44,6 @@ from team.sessions.model import (
 )
 from team.sessions.source import as_int, epoch, stream_lines
 
-Line = tuple[int, dict[str, Any]]
 FORMAT = "claude-code"
 
 
@@ -155,9 +155,9 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
     agent = AgentLog(name)
     if not messages:
         return agent
-    links = _Links(lines, by_uuid, report)
-    on_path = _final_path(messages[-1][1], by_uuid, links, report)
-    tree = _roots(by_uuid, links)
+    links = Links(lines, messages, by_uuid, report)
+    on_path = final_path(messages[-1][1], by_uuid, links, report)
+    tree = roots(by_uuid, links)
     trees = {tree[u] for u in on_path}
     reply_ids = {_msg_id(by_uuid[u][1]) for u in on_path} - {None}
     call_ids: set[str] = set()
@@ -381,104 +381,3 @@ def _usage(msg: dict[str, Any]) -> Usage | None:
         cache_write_tokens=as_int(u.get("cache_creation_input_tokens")),
         output_tokens=as_int(u.get("output_tokens")),
     )
-
-
-class _Links:
-    """Each line's parent, with links to lines not in the file bridged to the nearest
-    earlier line of the same session (see the module's docstring)."""
-
-    def __init__(self, lines: list[Line], by_uuid: dict[str, Line], report: ImportReport) -> None:
-        self._by_uuid = by_uuid
-        self._report = report
-        self._order = [str(o["uuid"]) for _, o in lines if o.get("uuid")]
-        self._pos = {u: i for i, u in enumerate(self._order)}
-        self._parents: dict[str, str | None] = {}
-        # a log with no links at all (a converter's output, a hand-made log): its lines
-        # are the conversation in file order, not as many one-line trees
-        messages = [o for _, o in lines if _is_message(o)]
-        self._unlinked = len(messages) > 1 and not any(
-            o.get("parentUuid") or o.get("logicalParentUuid") for o in messages
-        )
-        if self._unlinked:
-            report.normalised["logs without parentUuid links read in file order"] += 1
-
-    def _before(self, uid: str) -> str | None:
-        """The nearest earlier line of `uid`'s session."""
-        session = self._by_uuid[uid][1].get("sessionId")
-        i = self._pos.get(uid, 0) - 1
-        while i >= 0:
-            other = self._order[i]
-            if self._by_uuid[other][1].get("sessionId") == session:
-                return other
-            i -= 1
-        return None
-
-    def _to(self, uid: str, target: Any) -> str | None:
-        if not target:
-            return None
-        if str(target) in self._by_uuid:
-            return str(target)
-        bridged = self._before(uid)
-        if bridged is not None:
-            self._report.normalised["links to lines not in the file bridged"] += 1
-        else:
-            self._report.dropped["links to lines not in the file"] += 1
-        return bridged
-
-    def parent(self, uid: str) -> str | None:
-        """The tree link: `parentUuid`."""
-        if uid not in self._parents:
-            self._parents[uid] = self._to(uid, self._by_uuid[uid][1].get("parentUuid"))
-        return self._parents[uid]
-
-    def logical(self, uid: str) -> str | None:
-        """The conversation link: across a compaction to the line before it."""
-        o = self._by_uuid[uid][1]
-        if self._unlinked:
-            return self._before(uid)
-        if o.get("parentUuid"):
-            return self.parent(uid)
-        if o.get("logicalParentUuid"):
-            return self._to(uid, o.get("logicalParentUuid"))
-        if o.get("isCompactSummary"):  # 1.0.x: a new root, continuing what was before
-            return self._before(uid)
-        return None
-
-
-def _final_path(
-    leaf: dict[str, Any], by_uuid: dict[str, Line], links: _Links, report: ImportReport
-) -> set[str]:
-    """The uuids from `leaf` back to its first root, across compaction boundaries."""
-    path: set[str] = set()
-    uid: str | None = str(leaf.get("uuid", ""))
-    while uid is not None and uid in by_uuid:
-        if uid in path:
-            break  # a cycle: a broken log, stop rather than loop
-        path.add(uid)
-        uid = links.logical(uid)
-    if not path:
-        path.add(str(leaf.get("uuid", "")))
-    return path
-
-
-def _roots(by_uuid: dict[str, Line], links: _Links) -> dict[str, str]:
-    """The root of every line's tree (following `parentUuid`), in linear time."""
-    parent = {uid: links.parent(uid) for uid in by_uuid}
-    root: dict[str, str] = {}
-    for uid in by_uuid:
-        chain: list[str] = []
-        in_chain: set[str] = set()
-        cur = uid
-        while cur not in root:
-            chain.append(cur)
-            in_chain.add(cur)
-            up = parent[cur]
-            if up is None or up in in_chain:
-                root[cur] = cur
-                chain.pop()
-                break
-            cur = up
-        top = root[cur]
-        for c in chain:
-            root[c] = top
-    return root

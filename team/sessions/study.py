@@ -26,7 +26,6 @@ from team.core.errors import UserError
 from team.llm.base import Model
 from team.sessions.calibration import (
     AgentCalibration,
-    CalibratedReplay,
     HeldOut,
     Recorded,
     calibrate,
@@ -35,6 +34,7 @@ from team.sessions.calibration import (
 )
 from team.sessions.model import Session
 from team.sessions.read import read_session
+from team.sessions.replay_model import CalibratedReplay
 from team.sessions.workspace import read_import, write_workspace
 from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
 from team.study.outcome import Outcome
