@@ -52,14 +52,13 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
             report.kept["compactions"] += 1
         elif kind == "event_msg":
             info = p.get("info") if p.get("type") == "token_count" else None
-            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                requests.add(json.dumps(info.get("total_token_usage"), sort_keys=True))
-            if p.get("type") == "token_count" and open_reply:
-                info = p.get("info") or {}
-                last = info.get("last_token_usage") if isinstance(info, dict) else None
-                if isinstance(last, dict):
-                    agent.turns[-1].usage = _usage(last)
-                    open_reply = False
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            if not isinstance(last, dict) or not _usage(last).input_total:
+                continue  # no count, or a zero one (a rate-limit notice): no request
+            requests.add(json.dumps(info.get("total_token_usage"), sort_keys=True))
+            if open_reply:
+                agent.turns[-1].usage = _usage(last)
+                open_reply = False
         elif kind == "response_item":
             role, blocks = _item(p, report)
             if role == "system":
