@@ -405,3 +405,36 @@ def test_recorded_micro_compactions_are_replayed_and_counted(tmp_path):
     assert abs(row["input_tokens_logged"] / log - 1) <= 0.05
     assert manual["input_tokens_logged"] > 1.3 * log  # what not clearing them would read
     assert out["held_out"]["total_error"] <= 0.05
+
+
+def test_a_codex_count_after_the_calls_output_bills_the_reply(tmp_path):
+    """Some rollouts write a call's output before its token_count (and a rate-limit
+    notice as a token_count of zeros): the count is the reply's, the zeros no request."""
+    lines = [json.loads(x) for x in (FIXTURES / "codex-0.77.0.jsonl").read_text().splitlines()]
+    out = []
+    for d in lines:
+        p = d.get("payload") or {}
+        is_output = p.get("type") == "function_call_output"
+        if is_output and out and (out[-1].get("payload") or {}).get("type") == "token_count":
+            out.insert(len(out) - 1, d)  # the output before the count
+            continue
+        out.append(d)
+    zeros = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
+    out.insert(
+        5,
+        {
+            "timestamp": out[4]["timestamp"],
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {"total_token_usage": zeros, "last_token_usage": zeros},
+            },
+        },
+    )
+    log = tmp_path / "rollout.jsonl"
+    log.write_text("".join(json.dumps(d) + "\n" for d in out))
+    clean = replay(FIXTURES / "codex-0.77.0.jsonl")
+    got = replay(log)
+    assert got["import"]["requests_recorded"] == clean["import"]["requests_recorded"]
+    assert got["import"]["requests_kept"] == got["import"]["requests_recorded"]
+    assert got["held_out"]["total_error"] <= 0.10

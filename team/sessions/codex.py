@@ -56,8 +56,9 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
             if not isinstance(last, dict) or not _usage(last).input_total:
                 continue  # no count, or a zero one (a rate-limit notice): no request
             requests.add(json.dumps(info.get("total_token_usage"), sort_keys=True))
-            if open_reply:
-                agent.turns[-1].usage = _usage(last)
+            if open_reply:  # the reply's, even when its call's output came first
+                reply = next(t for t in reversed(agent.turns) if t.role == "assistant")
+                reply.usage = _usage(last)
                 open_reply = False
         elif kind == "response_item":
             role, blocks = _item(p, report)

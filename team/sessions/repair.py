@@ -39,9 +39,9 @@ def check(session: Session, *, repair: bool = False) -> None:
     replies = [t for a in session.agents for t in a.replies()]
     # a log that counts its calls but keeps no usage for each (SWE-agent's api_calls):
     # every reply read is one of the requests it counts
-    session.report.requests_kept = sum(1 for t in replies if t.usage is not None) or (
-        len(replies) if session.report.requests_recorded else 0
-    )
+    recorded = session.report.requests_recorded
+    kept = sum(1 for t in replies if t.usage is not None) or (len(replies) if recorded else 0)
+    session.report.requests_kept = min(kept, recorded) if recorded is not None else kept
     if not any(a.replies() for a in session.agents):
         raise LogError(session.source, None, "no model replies in this log, nothing to replay")
 
