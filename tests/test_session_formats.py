@@ -438,3 +438,31 @@ def test_a_codex_count_after_the_calls_output_bills_the_reply(tmp_path):
     assert got["import"]["requests_recorded"] == clean["import"]["requests_recorded"]
     assert got["import"]["requests_kept"] == got["import"]["requests_recorded"]
     assert got["held_out"]["total_error"] <= 0.10
+
+
+def test_a_strategy_that_never_compacts_meets_the_recorded_models_window(tmp_path):
+    """The log compacted at 170k tokens of a 200k window. Replayed with micro and auto
+    off, the context would pass the window: the API refuses that request, and the agent
+    compacts and sends it again, as a live one would. `recorded` never gets near it."""
+    c = Claude("2.1.39")
+    c.user("Port every module to the new API.")
+    for k in range(34):  # results under the 30,000-character cap: replayed whole
+        if k == 21:
+            c.compact("Summary: modules 0-20 ported; next: 21 on. " + "detail " * 200)
+            c.user("Continue.")
+        use = {"type": "tool_use", "id": f"toolu_{k:02d}", "name": "Read", "input": {"k": k}}
+        c.results(c.reply(f"msg_{k:02d}", [use]), [use["id"]], f"line {k} of the module\n" * 1200)
+    c.reply("msg_end", [{"type": "text", "text": "All ported."}])
+    out = replay(c.write(tmp_path / "long.jsonl"))
+    rows = {o["strategy"]: o for o in out["outcomes"]}
+    assert 150_000 < out["recorded"]["peak_context"] < 200_000
+    manual = rows["manual-only"]
+    assert manual["compactions"]["auto"] == 1  # "prompt is too long", then again
+    assert manual["peak_context"] <= 200_000 + 1_000  # its input, and a reply's output
+    # every reply was replayed (else the replay fails), and one request was refused
+    assert manual["agent_calls"] == rows["recorded"]["agent_calls"] + 1
+    assert rows["recorded"]["compactions"]["auto"] == 1
+    assert (
+        abs(rows["recorded"]["input_tokens_logged"] / out["recorded"]["input_tokens_total"] - 1)
+        <= 0.05
+    )

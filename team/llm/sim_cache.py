@@ -128,9 +128,7 @@ class PromptCache:
         Raises:
             ValueError: more than 4 breakpoints, or one outside `pieces`.
         """
-        parts = list(pieces)
-        if set(map(type, parts)) - {Piece}:  # (text, tokens) pairs too, for callers' ease
-            parts = [p if isinstance(p, Piece) else Piece(*p) for p in parts]
+        parts = _as_pieces(pieces)
         marks = sorted(set(breakpoints))
         if len(marks) > MAX_BREAKPOINTS:
             raise ValueError(
@@ -166,6 +164,13 @@ class PromptCache:
             cache_read_tokens=read_tokens,
             cache_write_tokens=written,
         )
+
+    def tokens(self, pieces: Sequence[Piece | tuple[str, int]]) -> int:
+        """The request's input tokens, read from the cache or not: what a context window
+        limits. Nothing is read or written (the running totals are kept for `charge`)."""
+        with self._lock:
+            _, ends = self._prefixes(_as_pieces(pieces))
+        return ends[-1] if ends else 0
 
     def _longest_hit(self, digests: list[bytes], marks: list[int]) -> tuple[int | None, float]:
         """The last piece of the longest cached prefix the breakpoints can reach, and the
@@ -215,3 +220,10 @@ class PromptCache:
             digests.append(h)
         self._parts, self._digests = parts, digests
         return digests, self._ends(parts)
+
+
+def _as_pieces(pieces: Sequence[Piece | tuple[str, int]]) -> list[Piece]:
+    parts = list(pieces)
+    if set(map(type, parts)) - {Piece}:  # (text, tokens) pairs too, for callers' ease
+        parts = [p if isinstance(p, Piece) else Piece(*p) for p in parts]
+    return parts

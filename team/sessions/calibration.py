@@ -32,7 +32,7 @@ from team.llm.base import (
     CHARS_PER_TOKEN,
     Usage,
 )
-from team.llm.prices import billed_input
+from team.llm.prices import billed_input, context_window
 from team.sessions.model import AgentLog, Session
 
 DEFAULT_CHARS_PER_TOKEN = float(CHARS_PER_TOKEN)
@@ -62,6 +62,8 @@ class AgentCalibration:
         prefix_tokens: the fixed prefix every call read (system prompt and tools).
         measured: True when both came from the log's usage, False for defaults.
         times: the recorded time of each reply, in order (None where unknown).
+        window: the recorded model's context window, or the most a recorded call read
+            if that is more (a 1M-token beta, a model the table does not know).
     """
 
     chars_per_token: float
@@ -69,6 +71,7 @@ class AgentCalibration:
     measured: bool
     times: tuple[float | None, ...] = ()
     cache_ttl: str = "5m"
+    window: int = 0  # the most input a call may read (0: no limit)
 
 
 def context_points(agent: AgentLog) -> list[tuple[int, int]]:
@@ -108,21 +111,32 @@ def calibrate(agent: AgentLog) -> AgentCalibration:
     if len(points) >= HELD_OUT_MIN:
         points = points[: len(points) // 2]
     times = tuple(t.time for t in agent.replies())
+    window = _window(agent)
     fitted = _fit(points)
     if fitted is None:
         prefix = len(agent.system) + agent.tools_chars
         if len(points) == 1:  # one call: its input is the prefix plus its context
             prefix = max(0, round(points[0][1] - points[0][0] / DEFAULT_CHARS_PER_TOKEN))
-            return AgentCalibration(DEFAULT_CHARS_PER_TOKEN, prefix, True, times, agent.cache_ttl)
+            return AgentCalibration(
+                DEFAULT_CHARS_PER_TOKEN, prefix, True, times, agent.cache_ttl, window
+            )
         return AgentCalibration(
             DEFAULT_CHARS_PER_TOKEN,
             int(prefix / DEFAULT_CHARS_PER_TOKEN),
             False,
             times,
             agent.cache_ttl,
+            window,
         )
     per_char, prefix = fitted
-    return AgentCalibration(1.0 / per_char, prefix, True, times, agent.cache_ttl)
+    return AgentCalibration(1.0 / per_char, prefix, True, times, agent.cache_ttl, window)
+
+
+def _window(agent: AgentLog) -> int:
+    """What the recorded agent's calls could read: its model's window, or more if a
+    recorded call read more (the log shows the window was larger than the table says)."""
+    peak = max((t.usage.input_total for t in agent.replies() if t.usage), default=0)
+    return max(context_window(agent.model), peak)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from team.llm.base import (
     ModelError,
     ModelRequest,
     ModelResponse,
+    PromptTooLong,
     Usage,
     cache_block,
 )
@@ -126,6 +127,7 @@ class CalibratedReplay:
                 )
                 content = (TextBlock(text),)
         else:
+            self._fits(request, cal)  # before the reply is taken: it is answered after
             with self._lock:
                 queue = self._turns.get(agent)
                 if not queue:
@@ -190,13 +192,10 @@ class CalibratedReplay:
         self._last[key] = _Sent(list(messages), cpt, pieces, starts)
         return pieces, starts
 
-    def _usage(
-        self,
-        request: ModelRequest,
-        content: tuple[Block, ...],
-        cal: AgentCalibration,
-        output: int | None,
-    ) -> Usage:
+    def _prompt(
+        self, request: ModelRequest, cal: AgentCalibration
+    ) -> tuple[list[Piece], list[int]]:
+        """The request as cache pieces, and where each message's begin (see `_body`)."""
         cpt = cal.chars_per_token
         # The recorded agent's fixed prefix stands in for our system prompt and tools; a
         # summary request has its own (short) system prompt and no tools, unless it is
@@ -207,7 +206,27 @@ class CalibratedReplay:
             else Piece(request.system, round(len(request.system) / cpt))
         )
         body, starts = self._body(request, cpt)
-        pieces = [prefix, *body]
+        return [prefix, *body], starts
+
+    def _fits(self, request: ModelRequest, cal: AgentCalibration) -> None:
+        """Refuse a request larger than the recorded model's window, as the API does, so
+        a strategy that never compacts meets the limit the recorded agent worked under
+        (the agent loop then compacts and sends it again)."""
+        if not cal.window:
+            return
+        tokens = self._cache(request.agent).tokens(self._prompt(request, cal)[0])
+        if tokens > cal.window:
+            raise PromptTooLong(f"prompt is too long: {tokens} tokens > {cal.window} maximum")
+
+    def _usage(
+        self,
+        request: ModelRequest,
+        content: tuple[Block, ...],
+        cal: AgentCalibration,
+        output: int | None,
+    ) -> Usage:
+        cpt = cal.chars_per_token
+        pieces, starts = self._prompt(request, cal)
         with self._lock:
             try:
                 marks = [0] if request.cache_system else []
