@@ -266,22 +266,24 @@ def test_a_50_mb_log_is_read_in_bounded_memory(tmp_path):
     assert big - small < 0.75 * log.stat().st_size, (big, small)
 
 
-def test_a_short_session_is_not_fitted_on_the_noise_of_two_close_calls(tmp_path):
-    """Four calls, the first two 200 characters apart and 177 tokens apart (what the
-    API adds around a message is not in the text): a slope through those two alone puts
-    1.1 characters in a token, and the next calls, 20,000 characters on, at about twice
-    their input. The fit leans on the usual ratio as far as its calls are close."""
+def test_a_short_session_is_not_fitted_on_the_noise_of_close_calls(tmp_path):
+    """Six calls, the first three a few hundred characters apart and 400 tokens apart
+    (what the API adds around a message is not in the text): a slope through those
+    alone puts under 1.5 characters in a token, and the next calls, 20,000 characters
+    on, at about twice their input. The fit leans on the usual ratio as far as its calls
+    are close."""
     c = Claude("2.1.39")
-    c.user("Read both files and compare them.")
-    first = {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {"file_path": "a"}}
-    c.results(c.reply("msg_1", [first]), ["toolu_a"], "x = 1\n" * 33)
-    c.context += 400  # tokens the text does not show
-    for k in (2, 3, 4):
+    c.user("Read the files and compare them.")
+    for k in (1, 2):
+        use = {"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": "a"}}
+        c.results(c.reply(f"msg_{k}", [use]), [use["id"]], "x = 1\n" * 33)
+        c.context += 680  # tokens the text does not show, about 200 a call
+    for k in (3, 4, 5):
         use = {"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": "b"}}
-        c.results(c.reply(f"msg_{k}", [use]), [f"toolu_{k}"], "y = compute(x)\n" * 1300)
-    c.reply("msg_5", [{"type": "text", "text": "They differ in one line."}])
+        c.results(c.reply(f"msg_{k}", [use]), [use["id"]], "y = compute(x)\n" * 1300)
+    c.reply("msg_6", [{"type": "text", "text": "They differ in one line."}])
     out = replay(c.write(tmp_path / "short.jsonl"))
-    assert out["held_out"]["calls"] >= 2
+    assert out["held_out"]["calls"] == 3
     assert out["held_out"]["total_error"] <= 0.10
     assert 2.5 <= out["calibration"]["main"]["chars_per_token"] <= 4.5
 

@@ -100,7 +100,11 @@ def context_points(agent: AgentLog) -> list[tuple[int, int]]:
     return points
 
 
-HELD_OUT_MIN = 4  # calls: fewer, and the fit uses them all and predicts nothing
+HELD_OUT_MIN = 6
+"""Calls with usage an agent needs for a held-out figure: half of them fit the line's
+two parameters with a point to spare. Fewer, and the fit uses them all and predicts
+nothing (a 4-call trajectory fitted on 2 points was judged on the other 2: a line
+through two points has nothing left to be wrong about, and said nothing of the rest)."""
 
 
 def calibrate(agent: AgentLog) -> AgentCalibration:
