@@ -113,6 +113,7 @@ class CalibratedReplay:
         agent = request.agent
         cal = self._cal.get(agent) or AgentCalibration(DEFAULT_CHARS_PER_TOKEN, 0, False)
         output: int | None = None
+        prompt = self._prompt(request, cal)  # the request as the cache sees it, once
         recorded_summary = self._recorded_summary(agent) if request.purpose == "summary" else None
         if recorded_summary is not None:
             content = (TextBlock(recorded_summary),)
@@ -127,7 +128,7 @@ class CalibratedReplay:
                 )
                 content = (TextBlock(text),)
         else:
-            self._fits(request, cal)  # before the reply is taken: it is answered after
+            self._fits(request, cal, prompt)  # before the reply is taken: answered after
             with self._lock:
                 queue = self._turns.get(agent)
                 if not queue:
@@ -139,7 +140,7 @@ class CalibratedReplay:
                     self._now[agent] = when
                 outs = self._outputs.get(agent)
                 output = outs.popleft() if outs else None
-        usage = self._usage(request, content, cal, output)
+        usage = self._usage(request, content, cal, output, prompt)
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content, stop, usage)
 
@@ -208,13 +209,15 @@ class CalibratedReplay:
         body, starts = self._body(request, cpt)
         return [prefix, *body], starts
 
-    def _fits(self, request: ModelRequest, cal: AgentCalibration) -> None:
+    def _fits(
+        self, request: ModelRequest, cal: AgentCalibration, prompt: tuple[list[Piece], list[int]]
+    ) -> None:
         """Refuse a request larger than the recorded model's window, as the API does, so
         a strategy that never compacts meets the limit the recorded agent worked under
         (the agent loop then compacts and sends it again)."""
         if not cal.window:
             return
-        tokens = self._cache(request.agent).tokens(self._prompt(request, cal)[0])
+        tokens = self._cache(request.agent).tokens(prompt[0])
         if tokens > cal.window:
             raise PromptTooLong(f"prompt is too long: {tokens} tokens > {cal.window} maximum")
 
@@ -224,9 +227,10 @@ class CalibratedReplay:
         content: tuple[Block, ...],
         cal: AgentCalibration,
         output: int | None,
+        prompt: tuple[list[Piece], list[int]],
     ) -> Usage:
         cpt = cal.chars_per_token
-        pieces, starts = self._prompt(request, cal)
+        pieces, starts = prompt
         with self._lock:
             try:
                 marks = [0] if request.cache_system else []
