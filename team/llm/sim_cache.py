@@ -169,8 +169,7 @@ class PromptCache:
         """The request's input tokens, read from the cache or not: what a context window
         limits. Nothing is read or written (the running totals are kept for `charge`)."""
         with self._lock:
-            _, ends = self._prefixes(_as_pieces(pieces))
-        return ends[-1] if ends else 0
+            return self._ends.total(_as_pieces(pieces))
 
     def _longest_hit(self, digests: list[bytes], marks: list[int]) -> tuple[int | None, float]:
         """The last piece of the longest cached prefix the breakpoints can reach, and the
