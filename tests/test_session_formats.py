@@ -468,3 +468,59 @@ def test_a_strategy_that_never_compacts_meets_the_recorded_models_window(tmp_pat
         abs(rows["recorded"]["input_tokens_logged"] / out["recorded"]["input_tokens_total"] - 1)
         <= 0.05
     )
+
+
+def test_a_record_no_reader_expected_is_one_line_and_a_kept_traceback(tmp_path):
+    """A shape nobody has seen (an agent's thought nested 400 lists deep) that the code
+    reading it trips on: one line naming the file and where the traceback was kept."""
+    doc = json.loads((FIXTURES / "openhands-v1-state.json").read_text())
+    events = doc["history"] if isinstance(doc, dict) else doc
+    first = next(e for e in events if e.get("thought"))
+    nested: object = [{"type": "text", "text": "deep"}]
+    for _ in range(400):
+        nested = [nested]
+    first["thought"] = nested
+    log = tmp_path / "deep.json"
+    log.write_text(json.dumps(doc))
+    for args in (("experiment", "--replay", str(log)), ("import", str(log), "--to", "ws")):
+        r = run_team(*args, cwd=tmp_path)
+        assert r.returncode == 1
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert "a record this version cannot read" in r.stderr
+        kept = Path(r.stderr.rsplit("the traceback is in ", 1)[1].strip())
+        assert "Traceback" in kept.read_text() and str(log) in kept.read_text()
+        kept.unlink()
+
+
+def test_a_lone_surrogate_is_replaced_as_it_is_read(tmp_path):
+    """A tool output cut inside an emoji leaves "\\ud83d" in the JSON: valid JSON, but no
+    UTF-8 file can hold it. It becomes U+FFFD; a whole pair is the emoji it was."""
+    lines = (FIXTURES / "claude-code-2.1.39.jsonl").read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if '"tool_result"' in ln)
+    lines[k] = lines[k].replace(
+        '"content": "', '"content": "cut \\ud83d here, whole \\ud83d\\ude00 ', 1
+    )
+    assert "\\ud83d here" in lines[k]
+    log = tmp_path / "surrogate.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    replay(log)
+    r = run_team("import", str(log), "--to", str(tmp_path / "ws"))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "ws" / ".team" / "agents" / "main" / "session.jsonl").read_text()
+    assert "cut \ufffd here, whole \U0001f600" in text
+
+
+def test_a_block_in_the_other_roles_turn_is_dropped_and_counted(tmp_path):
+    lines = [
+        json.loads(x) for x in (FIXTURES / "claude-code-2.1.39.jsonl").read_text().splitlines()
+    ]
+    user = next(
+        d for d in lines if d.get("type") == "user" and isinstance(d["message"]["content"], list)
+    )
+    user["message"]["content"].append(
+        {"type": "tool_use", "id": "toolu_odd", "name": "Bash", "input": {}}
+    )
+    log = tmp_path / "odd.jsonl"
+    log.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    out = replay(log)
+    assert out["import"]["normalised"]["blocks in the other role's turn dropped"] == 1

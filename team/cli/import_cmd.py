@@ -30,16 +30,18 @@ def import_(file: Path, to: Path, repair: bool, json_out: bool) -> None:
 
     Then `team stats -C DIR` or `team experiment --replay DIR`.
 
-    FILE is a Claude Code, Codex CLI, Gemini CLI, SWE-agent or mini-swe-agent log, a
-    Messages-API JSON, or one of ours: the format is detected from the content.
+    FILE is a Claude Code, Codex CLI, Gemini CLI, OpenHands, SWE-agent or mini-swe-agent
+    log, a Messages-API JSON, or one of ours: the format is detected from the content.
     """
     from team.sessions import read_session
     from team.sessions.calibration import recorded
+    from team.sessions.source import foreign
     from team.sessions.workspace import write_workspace
 
     session = read_session(file, repair=repair)
-    ws = write_workspace(session, to)
-    rec = recorded(session)
+    with foreign(file):
+        ws = write_workspace(session, to)
+        rec = recorded(session)
     if json_out:
         out = {
             "workspace": str(ws.root),

@@ -105,6 +105,8 @@ def _count_records(lines: list[Line], report: ImportReport) -> None:
     """Lines that are not the conversation, by type; a type not known here is named."""
     for _, o in lines:
         kind = o.get("type")
+        if not isinstance(kind, str):  # a list or a number where the type goes
+            kind = repr(kind)[:40]
         if kind == "attachment":
             continue  # counted as read or not where the conversation is read
         if kind in ("user", "assistant") and not _is_message(o):
@@ -185,7 +187,8 @@ def _conversation(name: str, lines: list[Line], report: ImportReport, path: Path
             continue  # a progress line in the parent chain: counted by type already
         if o.get("type") == "system":
             if o.get("subtype") == "compact_boundary":
-                meta = o.get("compactMetadata") or o.get("compact_metadata") or {}
+                meta = o.get("compactMetadata") or o.get("compact_metadata")
+                meta = meta if isinstance(meta, dict) else {}
                 pending_summary = len(agent.compactions)
                 agent.compactions.append(
                     CompactionMark(
@@ -342,20 +345,25 @@ def _text_of(value: Any) -> str:
     return "" if value is None else json.dumps(value, ensure_ascii=False)
 
 
+def _message(o: dict[str, Any]) -> dict[str, Any]:
+    """The line's `message`, or an empty one where it is missing or not an object."""
+    msg = o.get("message")
+    return msg if isinstance(msg, dict) else {}
+
+
 def _synthetic(o: dict[str, Any]) -> bool:
-    msg = o.get("message") or {}
-    return bool(o.get("isApiErrorMessage")) or msg.get("model") == "<synthetic>"
+    return bool(o.get("isApiErrorMessage")) or _message(o).get("model") == "<synthetic>"
 
 
 def _msg_id(o: dict[str, Any]) -> str | None:
     if o.get("type") != "assistant":
         return None
-    mid = (o.get("message") or {}).get("id")
+    mid = _message(o).get("id")
     return str(mid) if mid else None
 
 
 def _result_ids(o: dict[str, Any]) -> set[str]:
-    content = (o.get("message") or {}).get("content")
+    content = _message(o).get("content")
     if not isinstance(content, list):
         return set()
     return {
@@ -367,7 +375,8 @@ def _result_ids(o: dict[str, Any]) -> set[str]:
 
 def _one_hour(msg: dict[str, Any]) -> bool:
     """Newer logs split cache writes by lifetime; Claude Code may write 1-hour entries."""
-    split = (msg.get("usage") or {}).get("cache_creation")
+    usage = msg.get("usage")
+    split = usage.get("cache_creation") if isinstance(usage, dict) else None
     return isinstance(split, dict) and as_int(split.get("ephemeral_1h_input_tokens")) > 0
 
 

@@ -55,10 +55,14 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
             last = info.get("last_token_usage") if isinstance(info, dict) else None
             if not isinstance(last, dict) or not _usage(last).input_total:
                 continue  # no count, or a zero one (a rate-limit notice): no request
-            requests.add(json.dumps(info.get("total_token_usage"), sort_keys=True))
-            if open_reply:  # the reply's, even when its call's output came first
-                reply = next(t for t in reversed(agent.turns) if t.role == "assistant")
-                reply.usage = _usage(last)
+            # the running total names the call (Codex writes each count twice); without
+            # one, the count and the reply it follows do
+            reply = _last_reply(agent.turns)
+            total = info.get("total_token_usage")
+            key = total if isinstance(total, dict) else [reply, last]
+            requests.add(json.dumps(key, sort_keys=True))
+            if open_reply and reply >= 0:  # the reply's, even when its output came first
+                agent.turns[reply].usage = _usage(last)
                 open_reply = False
         elif kind == "response_item":
             role, blocks = _item(p, report)
@@ -86,6 +90,11 @@ def read(path: Path, lines: list[tuple[int, dict[str, Any]]], report: ImportRepo
     report.kept["agents"] = 1
     report.requests_recorded = len(requests)
     return Session(str(path), FORMAT, [agent], report)
+
+
+def _last_reply(turns: list[Turn]) -> int:
+    """The index of the last reply among `turns`, or -1."""
+    return next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "assistant"), -1)
 
 
 def _item(p: dict[str, Any], report: ImportReport) -> tuple[str, list[Block]]:

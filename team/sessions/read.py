@@ -18,7 +18,7 @@ from team.sessions import (
 )
 from team.sessions.model import ImportReport, LogError, Session
 from team.sessions.repair import check
-from team.sessions.source import json_document, json_lines, read_text, stream_lines
+from team.sessions.source import foreign, json_document, json_lines, read_text, stream_lines
 from team.workspace.places import Workspace
 
 FORMATS = (
@@ -46,14 +46,15 @@ def read_session(path: Path, *, repair: bool = False) -> Session:
             conversation the API would reject; the message names the file and line.
     """
     report = ImportReport()
-    if path.is_dir():
-        session = _workspace(path, report)
-    elif not path.is_file():
-        raise LogError(path, None, "no such file or directory")
-    else:
-        session = _file(path, repair, report)
-    _name_agents(session)
-    check(session, repair=repair)
+    with foreign(path):
+        if path.is_dir():
+            session = _workspace(path, report)
+        elif not path.is_file():
+            raise LogError(path, None, "no such file or directory")
+        else:
+            session = _file(path, repair, report)
+        _name_agents(session)
+        check(session, repair=repair)
     return session
 
 

@@ -59,6 +59,10 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
         if empty:
             _problem(session, agent, t, "empty text blocks dropped", repair)
             t.blocks = [b for b in t.blocks if b not in empty]
+        wrong = ToolResultBlock if t.role == "assistant" else ToolUseBlock
+        if any(isinstance(b, wrong) for b in t.blocks):  # a call in a user turn, ...
+            _problem(session, agent, t, "blocks in the other role's turn dropped", repair)
+            t.blocks = [b for b in t.blocks if not isinstance(b, wrong)]
         if not t.blocks:
             if t.role == "assistant" and t.usage is not None and turns:
                 continue  # a reply with nothing in it but usage: nothing to replay
@@ -98,10 +102,13 @@ def _agent(session: Session, agent: AgentLog, repair: bool) -> None:
         t.blocks = kept or [TextBlock("(empty)")]
     # a reply whose calls are answered by nothing because the log ends: left as is
     agent.turns = turns
-    agent.compactions = [
-        replace(c, before=position[c.before] if c.before < len(position) else len(turns))
-        for c in agent.compactions
-    ]
+    # what happened before a recorded turn now happens before where that turn went
+    agent.compactions = [_moved(c, position, len(turns)) for c in agent.compactions]
+    agent.micro_clears = [_moved(c, position, len(turns)) for c in agent.micro_clears]
+
+
+def _moved(mark, position: list[int], end: int):
+    return replace(mark, before=position[mark.before] if mark.before < len(position) else end)
 
 
 def _unique_ids(session: Session, turns: list[Turn]) -> None:

@@ -3,12 +3,92 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import tempfile
+import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from team.core.errors import UserError
 from team.sessions.model import ImportReport, LogError
+
+# What a record of an unexpected shape makes code that reads it trip on (a list where a
+# name was, a number where a list was, nesting thousands deep, an int past float range).
+_TRIPS = (
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    ValueError,
+    RecursionError,
+    OverflowError,
+    UnicodeError,
+)
+
+
+@contextmanager
+def foreign(path: Path | str):
+    """Reading or replaying another agent's log: a record our code trips on is one line
+    naming the file, never a traceback, and the traceback is kept in a file for a report.
+    (Each reader checks the shapes it knows; this is for those nobody has seen yet.)"""
+    try:
+        yield
+    except UserError:
+        raise
+    except _TRIPS as e:
+        fd, where = tempfile.mkstemp(prefix="team-replay-", suffix=".traceback.txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
+            f.write(f"{path}\n\n{traceback.format_exc()}")
+        what = f"{type(e).__name__}: {str(e)[:160]}"
+        raise LogError(
+            path, None, f"a record this version cannot read ({what}); the traceback is in {where}"
+        ) from None
+
+
+# A lone UTF-16 surrogate ("\ud83d" left by a tool output cut inside an emoji) decodes to
+# a string no UTF-8 file or SQLite text can hold: it becomes U+FFFD as it is read (a pair
+# decodes to its one character and is not touched).
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(obj: Any) -> Any:
+    """`obj` with every lone surrogate in its strings (keys too) replaced, in place."""
+    fix = _fixed
+    if isinstance(obj, str):
+        return fix(obj)
+    stack = [obj]
+    while stack:  # no recursion: a log can nest deeper than the stack
+        o = stack.pop()
+        if isinstance(o, dict):
+            for k in list(o):
+                v = o.pop(k) if _SURROGATE.search(k) else o[k]
+                v = fix(v) if isinstance(v, str) else v
+                o[fix(k)] = v
+                if isinstance(v, dict | list):
+                    stack.append(v)
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                if isinstance(v, str):
+                    o[i] = fix(v)
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+    return obj
+
+
+def _fixed(s: str) -> str:
+    return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s
+
+
+def loads(raw: bytes | str) -> Any:
+    """`json.loads`, with lone surrogates replaced (see `_ESCAPED_SURROGATE`)."""
+    obj = json.loads(raw)
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    return _no_surrogates(obj) if _ESCAPED_SURROGATE.search(data) else obj
 
 
 def read_text(path: Path) -> str:
@@ -63,7 +143,7 @@ def _objects(
             _bad(path, *pending, repair, report)
             pending = None
         try:
-            obj = json.loads(line.decode("utf-8"))
+            obj = loads(line.decode("utf-8"))
         except UnicodeDecodeError:
             pending = (i, "not UTF-8 text")
             continue
@@ -114,7 +194,7 @@ def slim(obj: dict[str, Any]) -> dict[str, Any]:
 
 def json_document(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as e:
         raise LogError(path, getattr(e, "lineno", None), f"not JSON ({e.msg})") from None
     except RecursionError:
@@ -133,5 +213,8 @@ def epoch(value: Any) -> float | None:
         return None
 
 
+MAX_COUNT = 10**15  # tokens, times: far past any real log, and inside float range
+
+
 def as_int(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
+    return value if isinstance(value, int) and 0 < value <= MAX_COUNT else 0

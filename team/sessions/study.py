@@ -35,6 +35,7 @@ from team.sessions.calibration import (
 from team.sessions.model import Session
 from team.sessions.read import read_session
 from team.sessions.replay_model import CalibratedReplay
+from team.sessions.source import foreign
 from team.sessions.workspace import read_import, write_workspace
 from team.study.experiment import STRATEGIES, Experiment, Strategy, run_folder
 from team.study.outcome import Outcome
@@ -152,10 +153,24 @@ def replay_log(
     """Replay any supported log under every strategy, calibrated to its recorded usage.
 
     Raises:
-        LogError: the log cannot be read (one line: file, line, problem).
+        LogError: the log cannot be read (one line: file, line, problem), or holds a
+            record the replay trips on (`foreign`).
         UserError: the replay cannot proceed (`ReplayError`: a request the API would
             reject, which the import should have made valid).
     """
+    with foreign(path):
+        return _replay_log(path, threshold, strategies, keep, repair, summary_model, progress)
+
+
+def _replay_log(
+    path: Path,
+    threshold: int,
+    strategies: tuple[Strategy, ...],
+    keep: Path | None,
+    repair: bool,
+    summary_model: Model | None,
+    progress: Callable[[str], None] | None,
+) -> LogExperiment:
     from team.study.replay import ReplayError, load_recording, replay_strategy
 
     session = read_session(path, repair=repair)
