@@ -188,3 +188,22 @@ def test_a_loglines_wrapper_of_no_lines_is_one_line(tmp_path):
     r = run_team("experiment", "--replay", str(log), "--no-save")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and "not a session log this version can read" in r.stderr
+
+
+def test_a_document_saved_on_one_long_line_reads_as_the_document(tmp_path):
+    """`json.dump` writes a trajectory on one line with no newline at the end: past the
+    first 64 KiB that looks like JSON Lines, and must still read as the document."""
+    doc = json.loads((FIXTURES / "swe-agent-fc-repeated-ids.traj").read_text())
+    doc.setdefault("info", {})["note"] = "x" * 70_000  # a long first line, as real ones are
+    swe = tmp_path / "one-line.traj"
+    swe.write_text(json.dumps(doc))
+    events = json.loads((FIXTURES / "openhands-v1-state.json").read_text())
+    events = events["history"] if isinstance(events, dict) else events
+    events[0] = {**events[0], "note": "y" * 70_000}
+    oh = tmp_path / "one-line-events.json"
+    oh.write_text(json.dumps(events))
+    for log, format_ in ((swe, "swe-agent"), (oh, "openhands")):
+        assert log.stat().st_size > 1 << 16 and "\n" not in log.read_text()
+        out = replay(log)
+        assert out["format"] == format_
+        assert out["import"]["kept"]["replies"] > 5

@@ -90,6 +90,17 @@ def _file(path: Path, repair: bool, report: ImportReport) -> Session:
 
 def _document(path: Path, text: str, report: ImportReport) -> Session:
     doc = json_document(path, text)
+    session = _known_document(path, doc, report)
+    if session is not None:
+        return session
+    if "\n" in text.strip():
+        raise LogError(path, None, _unknown())
+    # one line: perhaps a JSON Lines log of one record
+    return _jsonl(path, json_lines(path, text, repair=False, report=report), report)
+
+
+def _known_document(path: Path, doc: Any, report: ImportReport) -> Session | None:
+    """The session a JSON document of a known format holds, or None."""
     if isinstance(doc, dict) and isinstance(doc.get("loglines"), list):
         lines = _loglines(doc["loglines"], report)
         if lines and claude_code.looks_like(lines):
@@ -107,10 +118,7 @@ def _document(path: Path, text: str, report: ImportReport) -> Session:
         return trajectories.read_mini(path, doc, report)
     if plain.looks_like(doc):
         return plain.read(path, doc, report)
-    if "\n" in text.strip():
-        raise LogError(path, None, _unknown())
-    # one line: perhaps a JSON Lines log of one record
-    return _jsonl(path, json_lines(path, text, repair=False, report=report), report)
+    return None
 
 
 def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> Session:
@@ -128,6 +136,10 @@ def _jsonl(path: Path, lines: list[tuple[int, dict]], report: ImportReport) -> S
         return openhands_v1.read_output(path, lines, report)
     if openhands.is_output(lines[0][1]):
         return openhands.read_output(path, lines, report)
+    if len(lines) == 1:  # a document written on one long line (json.dump's way)
+        session = _known_document(path, lines[0][1], report)
+        if session is not None:
+            return session
     raise LogError(path, lines[0][0], _unknown())
 
 
@@ -159,7 +171,9 @@ def _one_document(start: bytes) -> bool:
     first, sep, rest = body.partition(b"\n")
     first = first.rstrip()
     if not sep and len(start) >= 1 << 16:
-        return False  # one long first line, more to come: JSON Lines
+        # one long first line, more to come: JSON Lines, whose records are objects, or
+        # a list written on one line (a trajectory saved by json.dump)
+        return first[:1] == b"["
     if not (first[:1] in (b"{", b"[") and first[-1:] in (b"}", b"]")):
         return True
     return not rest.strip()
