@@ -21,12 +21,12 @@ from team.sessions.model import ImportReport, LogError
 _TRIPS = (
     TypeError,
     AttributeError,
-    KeyError,
-    IndexError,
+    LookupError,
     ValueError,
+    ArithmeticError,
     RecursionError,
-    OverflowError,
-    UnicodeError,
+    StopIteration,
+    AssertionError,
 )
 
 
