@@ -335,7 +335,7 @@ def _text_of(value: Any) -> str:
         return value
     if isinstance(value, list):
         parts = [
-            str(v.get("text", ""))
+            str(v.get("text") or "")
             if isinstance(v, dict) and v.get("type") == "text"
             else (_text_of(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
             for v in value

@@ -39,7 +39,8 @@ def check(session: Session, *, repair: bool = False) -> None:
     replies = [t for a in session.agents for t in a.replies()]
     # a log that counts its calls but keeps no usage for each (SWE-agent's api_calls):
     # every reply read is one of the requests it counts
-    recorded = session.report.requests_recorded
+    recorded = session.report.requests_recorded or None  # 0: it bills no reply, records none
+    session.report.requests_recorded = recorded
     kept = sum(1 for t in replies if t.usage is not None) or (len(replies) if recorded else 0)
     session.report.requests_kept = min(kept, recorded) if recorded is not None else kept
     if not any(a.replies() for a in session.agents):
