@@ -52,7 +52,7 @@ def foreign(path: Path | str):
 # A lone UTF-16 surrogate ("\ud83d" left by a tool output cut inside an emoji) decodes to
 # a string no UTF-8 file or SQLite text can hold: it becomes U+FFFD as it is read (a pair
 # decodes to its one character and is not touched).
-_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -84,11 +84,10 @@ def _fixed(s: str) -> str:
     return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s
 
 
-def loads(raw: bytes | str) -> Any:
+def loads(text: str) -> Any:
     """`json.loads`, with lone surrogates replaced (see `_ESCAPED_SURROGATE`)."""
-    obj = json.loads(raw)
-    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-    return _no_surrogates(obj) if _ESCAPED_SURROGATE.search(data) else obj
+    obj = json.loads(text)
+    return _no_surrogates(obj) if _ESCAPED_SURROGATE.search(text) else obj
 
 
 def read_text(path: Path) -> str:
